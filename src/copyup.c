@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: copy-up.
+ *
+ * An object on a read-only branch that is about to change is copied to the
+ * nearest writable branch of higher priority (seed: copyup_dentry). The
+ * copy is built under a temporary name ".wh..wh.unionfs.N" in the target
+ * directory (hidden from the union: it is a whiteout of an impossible
+ * name), gets its data (holes preserved, 1 MiB chunks, interruptible by a
+ * fatal signal), xattrs, owner, mode and times, and is then renamed into
+ * place. A failure at any step removes the temporary and leaves the
+ * original untouched. Copy-ups of one object are serialized by the union
+ * inode's cu_lock; parents are copied top-down, one at a time.
+ */
+#include "union.h"
+#include "lower.h"
+
+#include <linux/file.h>
+#include <linux/splice.h>
+#include <linux/xattr.h>
+#include <linux/security.h>
+#include <linux/sched/signal.h>
+#include <linux/ktime.h>
+#include <linux/posix_acl_xattr.h>
+
+#include "unionfs_trace.h"
+
+#define UNIONFS_CHUNK	(1 << 20)
+
+int unionfs_nearest_writable(struct super_block *sb, int bindex)
+{
+	int t;
+
+	for (t = min(bindex, UNIONFS_SB(sb)->nbranches - 1); t >= 0; t--)
+		if (unionfs_branch_writable(sb, t))
+			return t;
+	return -EROFS;
+}
+
+static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
+			     loff_t *copied)
+{
+	bool skip_holes = in->f_mode & FMODE_LSEEK;
+	loff_t pos = 0;
+	int err = 0;
+
+	while (pos < size) {
+		loff_t in_pos, out_pos, chunk = min_t(loff_t, UNIONFS_CHUNK,
+						      size - pos);
+		long bytes;
+
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		if (skip_holes) {
+			loff_t data = vfs_llseek(in, pos, SEEK_DATA);
+
+			if (data == -ENXIO)
+				break;		/* only a hole is left */
+			if (data < 0) {
+				skip_holes = false;
+			} else if (data > pos) {
+				pos = min(data, size);
+				continue;
+			}
+		}
+		err = UNIONFS_FAULT("copyup_data");
+		if (err)
+			return err;
+		in_pos = pos;
+		out_pos = pos;
+		file_start_write(out);
+		bytes = do_splice_direct(in, &in_pos, out, &out_pos, chunk,
+					 SPLICE_F_MOVE);
+		file_end_write(out);
+		if (bytes < 0)
+			return bytes;
+		if (!bytes)
+			return -EIO;	/* the source shrank under us */
+		pos += bytes;
+		*copied += bytes;
+		cond_resched();
+	}
+	return 0;
+}
+
+static bool unionfs_must_copy_xattr(const char *name)
+{
+	return !strcmp(name, XATTR_NAME_POSIX_ACL_ACCESS) ||
+	       !strcmp(name, XATTR_NAME_POSIX_ACL_DEFAULT) ||
+	       !strncmp(name, XATTR_SECURITY_PREFIX,
+			XATTR_SECURITY_PREFIX_LEN);
+}
+
+static int unionfs_copy_xattrs(struct super_block *sb, int t,
+			       struct dentry *src, struct dentry *dst)
+{
+	ssize_t list_size, size;
+	char *list, *name, *value = NULL;
+	int err = 0;
+
+	list_size = vfs_listxattr(src, NULL, 0);
+	if (list_size <= 0)
+		return list_size == -EOPNOTSUPP ? 0 : list_size;
+	list = kvzalloc(list_size, GFP_KERNEL);
+	if (!list)
+		return -ENOMEM;
+	list_size = vfs_listxattr(src, list, list_size);
+	if (list_size < 0) {
+		err = list_size;
+		goto out;
+	}
+	for (name = list; name < list + list_size;
+	     name += strlen(name) + 1) {
+		err = security_inode_copy_up_xattr(name);
+		if (err < 0 && err != -EOPNOTSUPP)
+			break;
+		if (err == 1) {
+			err = 0;
+			continue;	/* the LSM discards it */
+		}
+		size = vfs_getxattr(&init_user_ns, src, name, NULL, 0);
+		if (size < 0) {
+			err = size;
+			break;
+		}
+		kvfree(value);
+		value = kvmalloc(size ?: 1, GFP_KERNEL);
+		if (!value) {
+			err = -ENOMEM;
+			break;
+		}
+		size = vfs_getxattr(&init_user_ns, src, name, value, size);
+		if (size < 0) {
+			err = size;
+			break;
+		}
+		err = unionfs_do_setxattr(sb, t, dst, name, value, size, 0);
+		if (err == -EOPNOTSUPP && !unionfs_must_copy_xattr(name))
+			err = 0;	/* the target fs has no such namespace */
+		if (err)
+			break;
+	}
+out:
+	kvfree(value);
+	kvfree(list);
+	return err;
+}
+
+static int unionfs_copy_attrs(struct super_block *sb, int t,
+			      struct dentry *dst, struct kstat *st)
+{
+	struct iattr attr;
+	int err;
+
+	err = UNIONFS_FAULT("copyup_attr");
+	if (err)
+		return err;
+	inode_lock(d_inode(dst));
+	attr.ia_valid = ATTR_UID | ATTR_GID;
+	attr.ia_vfsuid = VFSUIDT_INIT(st->uid);
+	attr.ia_vfsgid = VFSGIDT_INIT(st->gid);
+	err = unionfs_do_setattr(sb, t, dst, &attr);
+	if (!err && !S_ISLNK(st->mode)) {
+		attr.ia_valid = ATTR_MODE;
+		attr.ia_mode = st->mode;
+		err = unionfs_do_setattr(sb, t, dst, &attr);
+	}
+	if (!err) {
+		attr.ia_valid = ATTR_ATIME | ATTR_MTIME | ATTR_ATIME_SET |
+				ATTR_MTIME_SET;
+		attr.ia_atime = st->atime;
+		attr.ia_mtime = st->mtime;
+		err = unionfs_do_setattr(sb, t, dst, &attr);
+	}
+	inode_unlock(d_inode(dst));
+	return err;
+}
+
+static int unionfs_set_size(struct super_block *sb, int t, struct dentry *dst,
+			    loff_t size)
+{
+	struct iattr attr = { .ia_valid = ATTR_SIZE, .ia_size = size };
+	int err;
+
+	inode_lock(d_inode(dst));
+	err = unionfs_do_setattr(sb, t, dst, &attr);
+	inode_unlock(d_inode(dst));
+	return err;
+}
+
+static void unionfs_remove_tmp(struct super_block *sb, int t,
+			       struct dentry *lparent, struct dentry *tmp)
+{
+	inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
+	if (tmp->d_parent == lparent && !d_unhashed(tmp) &&
+	    d_really_is_positive(tmp)) {
+		if (d_is_dir(tmp))
+			unionfs_do_rmdir(sb, t, d_inode(lparent), tmp);
+		else
+			unionfs_do_unlink(sb, t, d_inode(lparent), tmp);
+	}
+	inode_unlock(d_inode(lparent));
+}
+
+/*
+ * Copy @src (branch @b) to @name in @lparent (branch @t). @len >= 0 limits
+ * the data copied (truncate). Runs with the mounter's credentials and
+ * write access to branch @t. Returns the new lower dentry.
+ */
+static struct dentry *unionfs_copyup_one(struct super_block *sb,
+					 struct dentry *src, int b,
+					 struct dentry *lparent, int t,
+					 const struct qstr *name, loff_t len,
+					 loff_t *copied)
+{
+	struct path spath = { .mnt = unionfs_lower_mnt(sb, b), .dentry = src };
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	char tmpname[sizeof(UNIONFS_TMPPFX) + 24];
+	struct dentry *tmp, *target = NULL;
+	struct kstat st;
+	int err;
+
+	err = vfs_getattr(&spath, &st, STATX_BASIC_STATS,
+			  AT_STATX_SYNC_AS_STAT);
+	if (err)
+		return ERR_PTR(err);
+	snprintf(tmpname, sizeof(tmpname), UNIONFS_TMPPFX "%llu",
+		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
+
+	tmp = unionfs_lock_lookup(sb, t, lparent, tmpname, strlen(tmpname));
+	if (IS_ERR(tmp))
+		return tmp;
+	err = UNIONFS_FAULT("copyup_create");
+	if (err)
+		goto out_unlock;
+	if (d_really_is_positive(tmp)) {
+		err = -EEXIST;
+		goto out_unlock;
+	}
+	switch (st.mode & S_IFMT) {
+	case S_IFREG:
+		err = unionfs_do_create(sb, t, d_inode(lparent), tmp,
+					S_IFREG | 0600);
+		break;
+	case S_IFDIR:
+		err = unionfs_do_mkdir(sb, t, d_inode(lparent), tmp,
+				       S_IFDIR | 0700);
+		break;
+	case S_IFLNK: {
+		DEFINE_DELAYED_CALL(done);
+		const char *link = vfs_get_link(src, &done);
+
+		err = PTR_ERR_OR_ZERO(link);
+		if (!err)
+			err = unionfs_do_symlink(sb, t, d_inode(lparent), tmp,
+						 link);
+		do_delayed_call(&done);
+		break;
+	}
+	default:
+		err = unionfs_do_mknod(sb, t, d_inode(lparent), tmp, st.mode,
+				       st.rdev);
+		break;
+	}
+out_unlock:
+	inode_unlock(d_inode(lparent));
+	if (err) {
+		dput(tmp);
+		return ERR_PTR(err);
+	}
+
+	if (S_ISREG(st.mode)) {
+		loff_t size = (len >= 0 && len < st.size) ? len : st.size;
+		struct file *in, *out;
+
+		in = unionfs_do_open(sb, b, src, O_RDONLY, current_cred());
+		if (IS_ERR(in)) {
+			err = PTR_ERR(in);
+			goto out_cleanup;
+		}
+		out = unionfs_do_open(sb, t, tmp, O_WRONLY, current_cred());
+		if (IS_ERR(out)) {
+			fput(in);
+			err = PTR_ERR(out);
+			goto out_cleanup;
+		}
+		err = unionfs_copy_data(in, out, size, copied);
+		fput(in);
+		fput(out);
+		if (!err && i_size_read(d_inode(tmp)) != size)
+			err = unionfs_set_size(sb, t, tmp, size);
+		if (err)
+			goto out_cleanup;
+	}
+	err = unionfs_copy_xattrs(sb, t, src, tmp);
+	if (!err)
+		err = unionfs_copy_attrs(sb, t, tmp, &st);
+	if (err)
+		goto out_cleanup;
+
+	/* publish: rename the complete copy into place */
+	target = unionfs_lock_lookup(sb, t, lparent, name->name, name->len);
+	if (IS_ERR(target)) {
+		err = PTR_ERR(target);
+		target = NULL;
+		goto out_cleanup;
+	}
+	err = UNIONFS_FAULT("copyup_rename");
+	if (!err && d_really_is_positive(target))
+		err = -EEXIST;
+	if (!err && (tmp->d_parent != lparent || d_unhashed(tmp)))
+		err = -ESTALE;
+	if (!err)
+		err = unionfs_do_rename(sb, t, d_inode(lparent), tmp,
+					d_inode(lparent), target, 0);
+	inode_unlock(d_inode(lparent));
+	if (err)
+		goto out_cleanup;
+	dput(tmp);
+	if (d_really_is_negative(target)) {
+		dput(target);
+		return ERR_PTR(-EIO);
+	}
+	return target;
+
+out_cleanup:
+	dput(target);
+	unionfs_remove_tmp(sb, t, lparent, tmp);
+	dput(tmp);
+	return ERR_PTR(err);
+}
+
+static void unionfs_rekey_inode(struct inode *inode, struct inode *key)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+
+	remove_inode_hash(inode);
+	ui->key = key;
+	__insert_inode_hash(inode, (unsigned long)key);
+}
+
+/*
+ * Copy the object @dentry up to branch @t, which must be left of its
+ * current winning branch. Parent directories must already exist in @t.
+ */
+static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
+				 int t, const char *reason, loff_t len)
+{
+	struct super_block *sb = dentry->d_sb;
+	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	struct inode *inode = d_inode(dentry);
+	struct dentry *src, *lparent, *newld;
+	const struct cred *old;
+	loff_t copied = 0, size;
+	u64 t0;
+	int b, err;
+
+	src = unionfs_lower_top_get(dentry, &b);
+	if (!src)
+		return -ESTALE;
+	if (b <= t) {
+		dput(src);
+		return 0;	/* done meanwhile */
+	}
+	lparent = unionfs_lower_dentry_get(parent, t);
+	if (!lparent) {
+		dput(src);
+		return -ESTALE;
+	}
+	size = i_size_read(d_inode(src));
+	t0 = ktime_get_ns();
+	trace_unionfs_copyup_start(sb, dentry->d_name.name, inode->i_ino, b,
+				   t, size, 0, reason, 0, 0);
+	err = unionfs_want_write(sb, t);
+	if (!err) {
+		old = unionfs_override_creds(sb);
+		newld = unionfs_copyup_one(sb, src, b, lparent, t,
+					   &dentry->d_name, len, &copied);
+		revert_creds(old);
+		unionfs_drop_write(sb, t);
+		err = PTR_ERR_OR_ZERO(newld);
+	}
+	if (!err) {
+		spin_lock(&ud->lock);
+		ud->lower[t] = newld;
+		ud->bstart = t;
+		spin_unlock(&ud->lock);
+		unionfs_inode_set_lower(inode, t, d_inode(newld));
+		unionfs_rekey_inode(inode, d_inode(newld));
+		unionfs_copy_attr(inode, d_inode(newld));
+	}
+	trace_unionfs_copyup_end(sb, dentry->d_name.name, inode->i_ino, b, t,
+				 size, copied, reason, err,
+				 ktime_get_ns() - t0);
+	dput(lparent);
+	dput(src);
+	return err;
+}
+
+int unionfs_copyup_dentry(struct dentry *dentry, int t, const char *reason,
+			  loff_t len)
+{
+	struct unionfs_inode_info *ui;
+	struct dentry *parent;
+	int err;
+
+	if (d_really_is_negative(dentry))
+		return -ENOENT;
+	if (IS_ROOT(dentry))
+		return 0;	/* every branch root exists */
+	parent = dget_parent(dentry);
+	err = unionfs_copyup_dir(parent, t);
+	if (!err) {
+		ui = UNIONFS_I(d_inode(dentry));
+		mutex_lock(&ui->cu_lock);
+		err = unionfs_copyup_locked(dentry, parent, t, reason, len);
+		mutex_unlock(&ui->cu_lock);
+	}
+	dput(parent);
+	return err;
+}
+
+/* Make sure the union directory @dir exists in branch @t (top-down). */
+int unionfs_copyup_dir(struct dentry *dir, int t)
+{
+	for (;;) {
+		struct dentry *d = dget(dir), *parent, *ld;
+		int err;
+
+		ld = unionfs_lower_dentry_get(d, t);
+		if (ld) {
+			dput(ld);
+			dput(d);
+			return 0;
+		}
+		/* find the highest ancestor missing in @t */
+		for (;;) {
+			if (IS_ROOT(d)) {
+				dput(d);
+				WARN_ON_ONCE(1);
+				return -EIO;
+			}
+			parent = dget_parent(d);
+			ld = unionfs_lower_dentry_get(parent, t);
+			if (ld)
+				break;
+			dput(d);
+			d = parent;
+		}
+		dput(ld);
+		mutex_lock(&UNIONFS_I(d_inode(d))->cu_lock);
+		err = unionfs_copyup_locked(d, parent, t, "parent", -1);
+		mutex_unlock(&UNIONFS_I(d_inode(d))->cu_lock);
+		dput(parent);
+		dput(d);
+		if (err)
+			return err;
+	}
+}
+
+int unionfs_copyup_parents(struct dentry *dentry, int t)
+{
+	struct dentry *parent = dget_parent(dentry);
+	int err = unionfs_copyup_dir(parent, t);
+
+	dput(parent);
+	return err;
+}
+
+/* Copy @dentry up if its winning branch cannot be written. */
+int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
+			     loff_t len)
+{
+	struct super_block *sb = dentry->d_sb;
+	int bstart, bend, t;
+
+	unionfs_get_range(dentry, &bstart, &bend);
+	if (bstart < 0)
+		return -ESTALE;
+	if (unionfs_branch_writable(sb, bstart))
+		return 0;
+	t = unionfs_nearest_writable(sb, bstart);
+	if (t < 0)
+		return t;
+	return unionfs_copyup_dentry(dentry, t, reason, len);
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: debugfs and fault injection (/sys/kernel/debug/unionfs/).
+ *
+ * The target kernel has no FAULT_INJECTION, so the module brings its own:
+ *
+ *   inject    write "SITE errno=N [probability=P] [interval=I] [times=T]"
+ *             to arm a site, "clear SITE" or "clear all" to disarm;
+ *             read for the table of sites (hits and injected failures).
+ *   crash_at  write a site name: the next hit of that site panics (for
+ *             vmcores of the module in a known state); "none" disarms.
+ *
+ * Disarmed sites cost one static branch (patched out).
+ */
+#include "union.h"
+
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+#include <linux/random.h>
+#include <linux/jump_label.h>
+#include <linux/mutex.h>
+
+DEFINE_STATIC_KEY_FALSE(unionfs_fault_key);
+
+struct unionfs_fault_site {
+	const char *name;
+	int err;		/* negative errno to inject, 0 = disarmed */
+	unsigned int probability;	/* percent */
+	unsigned int interval;	/* fail every Nth hit */
+	int times;		/* failures left, -1 = unlimited */
+	unsigned long hits;
+	unsigned long injected;
+};
+
+static struct unionfs_fault_site unionfs_sites[] = {
+	{ "lookup" }, { "readdir" }, { "open" }, { "create" }, { "mkdir" },
+	{ "mknod" }, { "symlink" }, { "link" }, { "unlink" }, { "rmdir" },
+	{ "rename" }, { "setattr" }, { "setxattr" }, { "removexattr" },
+	{ "copyup_create" }, { "copyup_data" }, { "copyup_attr" },
+	{ "copyup_rename" }, { "whiteout" }, { "opaque" },
+};
+
+static DEFINE_SPINLOCK(unionfs_fault_lock);
+static DEFINE_MUTEX(unionfs_fault_mutex);
+static int unionfs_crash_site = -1;
+static int unionfs_armed;
+static struct dentry *unionfs_debugfs_root;
+
+static int unionfs_site_index(const char *name)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(unionfs_sites); i++)
+		if (!strcmp(unionfs_sites[i].name, name))
+			return i;
+	return -1;
+}
+
+int unionfs_fault_slow(const char *site)
+{
+	struct unionfs_fault_site *s;
+	int i, err = 0;
+
+	i = unionfs_site_index(site);
+	if (i < 0)
+		return 0;
+	if (READ_ONCE(unionfs_crash_site) == i)
+		panic("unionfs: crash_at %s\n", site);
+	s = &unionfs_sites[i];
+	spin_lock(&unionfs_fault_lock);
+	if (!s->err || !s->times)
+		goto out;
+	s->hits++;
+	if (s->interval > 1 && s->hits % s->interval)
+		goto out;
+	if (s->probability < 100 &&
+	    get_random_u32_below(100) >= s->probability)
+		goto out;
+	if (s->times > 0)
+		s->times--;
+	s->injected++;
+	err = s->err;
+out:
+	spin_unlock(&unionfs_fault_lock);
+	return err;
+}
+
+static void unionfs_update_key(void)
+{
+	bool on = unionfs_armed || unionfs_crash_site >= 0;
+
+	if (on && !static_key_enabled(&unionfs_fault_key))
+		static_branch_enable(&unionfs_fault_key);
+	else if (!on && static_key_enabled(&unionfs_fault_key))
+		static_branch_disable(&unionfs_fault_key);
+}
+
+static void unionfs_recount(void)
+{
+	int i;
+
+	unionfs_armed = 0;
+	for (i = 0; i < ARRAY_SIZE(unionfs_sites); i++)
+		if (unionfs_sites[i].err)
+			unionfs_armed++;
+	unionfs_update_key();
+}
+
+static int unionfs_inject_show(struct seq_file *m, void *v)
+{
+	int i;
+
+	seq_puts(m, "# site errno probability interval times hits injected\n");
+	spin_lock(&unionfs_fault_lock);
+	for (i = 0; i < ARRAY_SIZE(unionfs_sites); i++) {
+		struct unionfs_fault_site *s = &unionfs_sites[i];
+
+		seq_printf(m, "%s %d %u %u %d %lu %lu\n", s->name, -s->err,
+			   s->probability, s->interval, s->times, s->hits,
+			   s->injected);
+	}
+	spin_unlock(&unionfs_fault_lock);
+	return 0;
+}
+
+static int unionfs_inject_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, unionfs_inject_show, NULL);
+}
+
+static int unionfs_parse_uint(const char *key, const char *val,
+			      unsigned int max, unsigned int *out)
+{
+	if (kstrtouint(val, 0, out) || *out > max) {
+		pr_warn("debugfs inject: bad value '%s' for %s (0..%u)\n",
+			val, key, max);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int unionfs_inject_cmd(char *buf)
+{
+	struct unionfs_fault_site s = { .probability = 100, .interval = 1,
+					.times = -1 };
+	char *tok, *site;
+	unsigned int v;
+	int i, err;
+
+	site = strsep(&buf, " \t");
+	if (!site || !*site) {
+		pr_warn("debugfs inject: empty command\n");
+		return -EINVAL;
+	}
+	if (!strcmp(site, "clear")) {
+		tok = strsep(&buf, " \t");
+		if (tok && !strcmp(tok, "all")) {
+			spin_lock(&unionfs_fault_lock);
+			for (i = 0; i < ARRAY_SIZE(unionfs_sites); i++)
+				unionfs_sites[i].err = 0;
+			spin_unlock(&unionfs_fault_lock);
+			return 0;
+		}
+		i = tok ? unionfs_site_index(tok) : -1;
+		if (i < 0) {
+			pr_warn("debugfs inject: clear: unknown site '%s'\n",
+				tok ?: "");
+			return -EINVAL;
+		}
+		spin_lock(&unionfs_fault_lock);
+		unionfs_sites[i].err = 0;
+		spin_unlock(&unionfs_fault_lock);
+		return 0;
+	}
+	i = unionfs_site_index(site);
+	if (i < 0) {
+		pr_warn("debugfs inject: unknown site '%s'\n", site);
+		return -EINVAL;
+	}
+	while ((tok = strsep(&buf, " \t")) != NULL) {
+		char *val;
+
+		if (!*tok)
+			continue;
+		val = strchr(tok, '=');
+		if (!val) {
+			pr_warn("debugfs inject: expected key=value, got '%s'\n",
+				tok);
+			return -EINVAL;
+		}
+		*val++ = '\0';
+		if (!strcmp(tok, "errno")) {
+			err = unionfs_parse_uint(tok, val, MAX_ERRNO, &v);
+			if (err)
+				return err;
+			if (!v) {
+				pr_warn("debugfs inject: errno must be 1..%d\n",
+					MAX_ERRNO);
+				return -EINVAL;
+			}
+			s.err = -(int)v;
+		} else if (!strcmp(tok, "probability")) {
+			err = unionfs_parse_uint(tok, val, 100,
+						 &s.probability);
+			if (err)
+				return err;
+		} else if (!strcmp(tok, "interval")) {
+			err = unionfs_parse_uint(tok, val, INT_MAX,
+						 &s.interval);
+			if (err)
+				return err;
+		} else if (!strcmp(tok, "times")) {
+			err = unionfs_parse_uint(tok, val, INT_MAX, &v);
+			if (err)
+				return err;
+			s.times = v;
+		} else {
+			pr_warn("debugfs inject: unknown key '%s'\n", tok);
+			return -EINVAL;
+		}
+	}
+	if (!s.err) {
+		pr_warn("debugfs inject: %s: errno=N is required\n", site);
+		return -EINVAL;
+	}
+	spin_lock(&unionfs_fault_lock);
+	unionfs_sites[i].err = s.err;
+	unionfs_sites[i].probability = s.probability;
+	unionfs_sites[i].interval = s.interval ?: 1;
+	unionfs_sites[i].times = s.times;
+	unionfs_sites[i].hits = 0;
+	spin_unlock(&unionfs_fault_lock);
+	return 0;
+}
+
+static char *unionfs_get_cmd(const char __user *ubuf, size_t count)
+{
+	char *buf;
+
+	if (!count || count > 256) {
+		pr_warn("debugfs: command of %zu bytes (1..256 accepted)\n",
+			count);
+		return ERR_PTR(-EINVAL);
+	}
+	buf = memdup_user_nul(ubuf, count);
+	if (!IS_ERR(buf))
+		strim(buf);
+	return buf;
+}
+
+static ssize_t unionfs_inject_write(struct file *file, const char __user *ubuf,
+				    size_t count, loff_t *ppos)
+{
+	char *buf = unionfs_get_cmd(ubuf, count);
+	int err;
+
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	mutex_lock(&unionfs_fault_mutex);
+	err = unionfs_inject_cmd(buf);
+	unionfs_recount();
+	mutex_unlock(&unionfs_fault_mutex);
+	kfree(buf);
+	return err ?: count;
+}
+
+static const struct file_operations unionfs_inject_fops = {
+	.owner		= THIS_MODULE,
+	.open		= unionfs_inject_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+	.write		= unionfs_inject_write,
+};
+
+static int unionfs_crash_show(struct seq_file *m, void *v)
+{
+	int i = READ_ONCE(unionfs_crash_site);
+
+	seq_printf(m, "%s\n", i >= 0 ? unionfs_sites[i].name : "none");
+	return 0;
+}
+
+static int unionfs_crash_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, unionfs_crash_show, NULL);
+}
+
+static ssize_t unionfs_crash_write(struct file *file, const char __user *ubuf,
+				   size_t count, loff_t *ppos)
+{
+	char *buf = unionfs_get_cmd(ubuf, count);
+	int i, err = 0;
+
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	mutex_lock(&unionfs_fault_mutex);
+	if (!strcmp(buf, "none")) {
+		i = -1;
+	} else {
+		i = unionfs_site_index(buf);
+		if (i < 0) {
+			pr_warn("debugfs crash_at: unknown site '%s'\n", buf);
+			err = -EINVAL;
+		}
+	}
+	if (!err) {
+		WRITE_ONCE(unionfs_crash_site, i);
+		unionfs_update_key();
+	}
+	mutex_unlock(&unionfs_fault_mutex);
+	kfree(buf);
+	return err ?: count;
+}
+
+static const struct file_operations unionfs_crash_fops = {
+	.owner		= THIS_MODULE,
+	.open		= unionfs_crash_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+	.write		= unionfs_crash_write,
+};
+
+int unionfs_debugfs_init(void)
+{
+	unionfs_debugfs_root = debugfs_create_dir("unionfs", NULL);
+	debugfs_create_file("inject", 0600, unionfs_debugfs_root, NULL,
+			    &unionfs_inject_fops);
+	debugfs_create_file("crash_at", 0600, unionfs_debugfs_root, NULL,
+			    &unionfs_crash_fops);
+	return 0;
+}
+
+void unionfs_debugfs_exit(void)
+{
+	debugfs_remove(unionfs_debugfs_root);
+	if (static_key_enabled(&unionfs_fault_key))
+		static_branch_disable(&unionfs_fault_key);
+}

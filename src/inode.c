@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: inode operations: attributes, permission, and the namespace
+ * operations create/mkdir/mknod/symlink/link/unlink/rmdir.
+ *
+ * New objects go to the nearest writable branch at or above (left of) the
+ * branch where their parent resolves; missing parent directories are
+ * recreated there (copyup.c). Removing a name that a lower branch still
+ * holds leaves a whiteout ".wh.NAME" (whiteout.c).
+ */
+#include "union.h"
+#include "lower.h"
+
+#include <linux/fs_stack.h>
+#include <linux/fileattr.h>
+#include <linux/xattr.h>
+
+#include "unionfs_trace.h"
+
+static const struct address_space_operations unionfs_aops = {
+	/* O_DIRECT is done by the branch file; this lets the open pass. */
+	.direct_IO	= noop_direct_IO,
+};
+
+void unionfs_copy_attr(struct inode *inode, const struct inode *lower)
+{
+	unsigned int flags = S_SYNC | S_NOATIME | S_APPEND | S_IMMUTABLE;
+
+	inode->i_mode = (inode->i_mode & S_IFMT) | (lower->i_mode & ~S_IFMT);
+	inode->i_uid = lower->i_uid;
+	inode->i_gid = lower->i_gid;
+	inode->i_atime = lower->i_atime;
+	inode->i_mtime = lower->i_mtime;
+	inode->i_ctime = lower->i_ctime;
+	inode->i_blkbits = lower->i_blkbits;
+	inode->i_flags = (inode->i_flags & ~flags) | (lower->i_flags & flags);
+	if (!S_ISDIR(inode->i_mode))
+		set_nlink(inode, lower->i_nlink);
+	fsstack_copy_inode_size(inode, (struct inode *)lower);
+}
+
+void unionfs_inode_set_lower(struct inode *inode, int bindex,
+			     struct inode *lower)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+	struct inode *old;
+
+	spin_lock(&inode->i_lock);
+	old = ui->lower[bindex];
+	WRITE_ONCE(ui->lower[bindex], lower ? igrab(lower) : NULL);
+	if (lower) {
+		if (ui->bstart < 0 || bindex < ui->bstart)
+			WRITE_ONCE(ui->bstart, bindex);
+		if (bindex > ui->bend)
+			WRITE_ONCE(ui->bend, bindex);
+	}
+	spin_unlock(&inode->i_lock);
+	iput(old);
+}
+
+static void unionfs_set_ino(struct inode *inode, struct inode *lower,
+			    struct unionfs_branch *br)
+{
+	/*
+	 * Stable and unique for the life of the mount: the branch fs's inode
+	 * number tagged with the index of its superblock among the branches.
+	 */
+	if (!(lower->i_ino >> 56))
+		inode->i_ino = lower->i_ino | ((unsigned long)br->fsidx << 56);
+	else
+		inode->i_ino = get_next_ino();
+}
+
+int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+	struct super_block *sb = inode->i_sb;
+	struct inode *top = d_inode(ud->lower[ud->bstart]);
+	int b;
+
+	ui->lower = kcalloc(ud->nbr, sizeof(*ui->lower), GFP_KERNEL);
+	if (!ui->lower)
+		return -ENOMEM;
+	ui->nbr = ud->nbr;
+	ui->bstart = ud->bstart;
+	ui->bend = ud->bend;
+	ui->generation = ud->generation;
+	for (b = ud->bstart; b <= ud->bend; b++)
+		if (ud->lower[b] && d_really_is_positive(ud->lower[b]))
+			ui->lower[b] = igrab(d_inode(ud->lower[b]));
+
+	unionfs_set_ino(inode, top, unionfs_branch(sb, ud->bstart));
+	inode->i_mode = top->i_mode & S_IFMT;
+	inode->i_generation = top->i_generation;
+	switch (inode->i_mode & S_IFMT) {
+	case S_IFREG:
+		inode->i_op = &unionfs_main_iops;
+		inode->i_fop = &unionfs_main_fops;
+		inode->i_mapping->a_ops = &unionfs_aops;
+		break;
+	case S_IFDIR:
+		inode->i_op = &unionfs_dir_iops;
+		inode->i_fop = &unionfs_dir_fops;
+		break;
+	case S_IFLNK:
+		inode->i_op = &unionfs_symlink_iops;
+		break;
+	default:
+		inode->i_op = &unionfs_special_iops;
+		init_special_inode(inode, top->i_mode, top->i_rdev);
+		break;
+	}
+	unionfs_copy_attr(inode, top);
+	return 0;
+}
+
+void unionfs_dir_changed(struct inode *dir)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(dir);
+	struct inode *top;
+	int b;
+
+	ui->dir_version++;
+	b = READ_ONCE(ui->bstart);
+	if (b < 0)
+		return;
+	top = READ_ONCE(ui->lower[b]);
+	if (top)
+		unionfs_copy_attr(dir, top);
+}
+
+/* --- attributes -------------------------------------------------------- */
+
+static int unionfs_permission(struct user_namespace *mnt_userns,
+			      struct inode *inode, int mask)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+	struct super_block *sb = inode->i_sb;
+	int bstart = READ_ONCE(ui->bstart);
+	int bend = S_ISDIR(inode->i_mode) ? READ_ONCE(ui->bend) : bstart;
+	int b, err;
+
+	if (bstart < 0 || bend >= ui->nbr)
+		return -ESTALE;
+	/*
+	 * Writes happen only on the winning branch, after a copy-up when
+	 * that branch is read-only: check them against the union inode (which
+	 * mirrors the winning branch's owner and mode) there, and check the
+	 * remaining access bits on every contributing branch.
+	 */
+	if ((mask & (MAY_WRITE | MAY_APPEND)) &&
+	    !unionfs_branch_writable(sb, bstart)) {
+		err = generic_permission(&init_user_ns, inode, mask);
+		if (err)
+			return err;
+	}
+	for (b = bstart; b <= bend; b++) {
+		struct inode *lower = READ_ONCE(ui->lower[b]);
+		int m = mask;
+
+		if (!lower)
+			continue;
+		if (b != bstart || !unionfs_branch_writable(sb, b))
+			m &= ~(MAY_WRITE | MAY_APPEND);
+		err = inode_permission(&init_user_ns, lower, m);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int unionfs_getattr(struct user_namespace *mnt_userns,
+			   const struct path *path, struct kstat *stat,
+			   u32 request_mask, unsigned int flags)
+{
+	struct dentry *dentry = path->dentry;
+	struct inode *inode = d_inode(dentry);
+	struct path lpath;
+	int b, bstart, bend, err;
+
+	lpath.dentry = unionfs_lower_top_get(dentry, &b);
+	if (!lpath.dentry)
+		return -ESTALE;
+	lpath.mnt = unionfs_lower_mnt(dentry->d_sb, b);
+	err = vfs_getattr(&lpath, stat, request_mask, flags);
+	if (!err && d_really_is_positive(lpath.dentry))
+		unionfs_copy_attr(inode, d_inode(lpath.dentry));
+	dput(lpath.dentry);
+	if (err)
+		return err;
+	stat->dev = dentry->d_sb->s_dev;
+	stat->ino = inode->i_ino;
+	unionfs_get_range(dentry, &bstart, &bend);
+	if (S_ISDIR(inode->i_mode) && bend > bstart)
+		stat->nlink = 1;	/* merged: unknown, as overlayfs does */
+	return 0;
+}
+
+static int unionfs_setattr(struct user_namespace *mnt_userns,
+			   struct dentry *dentry, struct iattr *attr)
+{
+	struct super_block *sb = dentry->d_sb;
+	struct inode *inode = d_inode(dentry);
+	struct iattr lattr = *attr;
+	struct dentry *ld;
+	int b, err;
+
+	err = setattr_prepare(&init_user_ns, dentry, attr);
+	if (err)
+		return err;
+
+	if ((attr->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode))
+		err = unionfs_copyup_for_write(dentry, "truncate",
+					       attr->ia_size);
+	else
+		err = unionfs_copyup_for_write(dentry, "setattr", -1);
+	if (err)
+		return err;
+
+	/* never pass union-level state down; notify_change BUGs on both */
+	lattr.ia_valid &= ~(ATTR_FILE | ATTR_OPEN);
+	if (lattr.ia_valid & (ATTR_KILL_SUID | ATTR_KILL_SGID))
+		lattr.ia_valid &= ~ATTR_MODE;
+
+	ld = unionfs_lower_top_get(dentry, &b);
+	if (!ld)
+		return -ESTALE;
+	err = unionfs_want_write(sb, b);
+	if (!err) {
+		inode_lock(d_inode(ld));
+		err = unionfs_do_setattr(sb, b, ld, &lattr);
+		inode_unlock(d_inode(ld));
+		unionfs_drop_write(sb, b);
+	}
+	if (!err || d_really_is_positive(ld))
+		unionfs_copy_attr(inode, d_inode(ld));
+	dput(ld);
+	return err;
+}
+
+static const char *unionfs_get_link(struct dentry *dentry, struct inode *inode,
+				    struct delayed_call *done)
+{
+	struct dentry *ld;
+	const char *p;
+	int b;
+
+	if (!dentry)
+		return ERR_PTR(-ECHILD);
+	ld = unionfs_lower_top_get(dentry, &b);
+	if (!ld)
+		return ERR_PTR(-ESTALE);
+	p = vfs_get_link(ld, done);
+	dput(ld);
+	return p;
+}
+
+/* --- namespace operations ---------------------------------------------- */
+
+struct unionfs_new {
+	umode_t mode;
+	dev_t rdev;
+	const char *symname;
+	struct dentry *link;	/* lower dentry to hard-link, or NULL */
+};
+
+static int unionfs_create_lower(struct super_block *sb, int t,
+				struct dentry *lparent, struct dentry *ld,
+				struct unionfs_new *n)
+{
+	struct inode *ldir = d_inode(lparent);
+
+	if (n->link)
+		return unionfs_do_link(sb, t, n->link, ldir, ld);
+	switch (n->mode & S_IFMT) {
+	case S_IFREG:
+		return unionfs_do_create(sb, t, ldir, ld, n->mode);
+	case S_IFDIR:
+		return unionfs_do_mkdir(sb, t, ldir, ld, n->mode);
+	case S_IFLNK:
+		return unionfs_do_symlink(sb, t, ldir, ld, n->symname);
+	default:
+		return unionfs_do_mknod(sb, t, ldir, ld, n->mode, n->rdev);
+	}
+}
+
+/* Target branch for a new name below @parent; copies up parents. */
+static int unionfs_new_target(struct dentry *dentry, int limit)
+{
+	struct dentry *parent = dentry->d_parent;
+	int pstart, pend, t, err;
+
+	unionfs_get_range(parent, &pstart, &pend);
+	if (pstart < 0)
+		return -ESTALE;
+	t = unionfs_nearest_writable(dentry->d_sb, min(pstart, limit));
+	if (t < 0)
+		return t;
+	if (t < pstart) {
+		err = unionfs_copyup_parents(dentry, t);
+		if (err)
+			return err;
+	}
+	return t;
+}
+
+static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
+				 struct unionfs_new *n, int limit)
+{
+	struct super_block *sb = dir->i_sb;
+	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	struct dentry *lparent, *ld;
+	struct inode *inode;
+	int t, err, bwh;
+	bool opaque = false;
+
+	if (!ud)
+		return -ESTALE;
+	bwh = ud->bwh;
+	t = unionfs_new_target(dentry, limit);
+	if (t < 0)
+		return t;
+	lparent = unionfs_lower_dentry_get(dentry->d_parent, t);
+	if (!lparent)
+		return -ESTALE;
+	err = unionfs_want_write(sb, t);
+	if (err)
+		goto out_dput;
+	ld = unionfs_lock_lookup(sb, t, lparent, dentry->d_name.name,
+				 dentry->d_name.len);
+	if (IS_ERR(ld)) {
+		err = PTR_ERR(ld);
+		goto out_drop;
+	}
+	if (d_really_is_positive(ld)) {
+		err = -EEXIST;
+		goto out_unlock;
+	}
+	err = unionfs_create_lower(sb, t, lparent, ld, n);
+	if (err)
+		goto out_unlock;
+	if (S_ISDIR(n->mode) && bwh >= 0) {
+		/* lower directories of this name stay hidden */
+		const struct cred *old = unionfs_override_creds(sb);
+
+		err = unionfs_make_opaque(sb, t, ld, "mkdir-over-whiteout");
+		revert_creds(old);
+		if (err) {
+			unionfs_do_rmdir(sb, t, d_inode(lparent), ld);
+			goto out_unlock;
+		}
+		opaque = true;
+	}
+	if (bwh == t) {
+		const struct cred *old = unionfs_override_creds(sb);
+
+		/* failure leaves a harmless same-branch whiteout */
+		unionfs_remove_whiteout_locked(sb, t, lparent, &dentry->d_name,
+					       S_ISDIR(n->mode) ?
+					       "mkdir-over-whiteout" :
+					       "create-over-whiteout");
+		revert_creds(old);
+	}
+
+	spin_lock(&ud->lock);
+	ud->lower[t] = dget(ld);
+	ud->bstart = t;
+	ud->bend = t;
+	ud->bopaque = opaque ? t : -1;
+	ud->bwh = -1;
+	spin_unlock(&ud->lock);
+	inode = unionfs_iget(sb, ud);
+	if (IS_ERR(inode)) {
+		err = PTR_ERR(inode);
+		goto out_unlock;
+	}
+	d_instantiate(dentry, inode);
+	unionfs_dir_changed(dir);
+out_unlock:
+	inode_unlock(d_inode(lparent));
+	dput(ld);
+out_drop:
+	unionfs_drop_write(sb, t);
+out_dput:
+	dput(lparent);
+	return err;
+}
+
+static int unionfs_create(struct user_namespace *mnt_userns, struct inode *dir,
+			  struct dentry *dentry, umode_t mode, bool excl)
+{
+	struct unionfs_new n = { .mode = (mode & 07777) | S_IFREG };
+
+	return unionfs_create_object(dir, dentry, &n, INT_MAX);
+}
+
+static int unionfs_mkdir(struct user_namespace *mnt_userns, struct inode *dir,
+			 struct dentry *dentry, umode_t mode)
+{
+	struct unionfs_new n = { .mode = (mode & 07777) | S_IFDIR };
+
+	return unionfs_create_object(dir, dentry, &n, INT_MAX);
+}
+
+static int unionfs_mknod(struct user_namespace *mnt_userns, struct inode *dir,
+			 struct dentry *dentry, umode_t mode, dev_t rdev)
+{
+	struct unionfs_new n = { .mode = mode, .rdev = rdev };
+
+	return unionfs_create_object(dir, dentry, &n, INT_MAX);
+}
+
+static int unionfs_symlink(struct user_namespace *mnt_userns,
+			   struct inode *dir, struct dentry *dentry,
+			   const char *symname)
+{
+	struct unionfs_new n = { .mode = S_IFLNK | 0777, .symname = symname };
+
+	return unionfs_create_object(dir, dentry, &n, INT_MAX);
+}
+
+static int unionfs_link(struct dentry *old, struct inode *dir,
+			struct dentry *new)
+{
+	struct unionfs_new n = { .mode = d_inode(old)->i_mode };
+	int b, ob, err;
+
+	/* the source must be on the branch the link is made in */
+	unionfs_get_range(old, &ob, &b);
+	b = unionfs_nearest_writable(old->d_sb, ob);
+	if (b < 0)
+		return b;
+	err = unionfs_copyup_dentry(old, b, "link", -1);
+	if (err)
+		return err;
+	n.link = unionfs_lower_dentry_get(old, b);
+	if (!n.link)
+		return -ESTALE;
+	err = unionfs_create_object(dir, new, &n, b);
+	dput(n.link);
+	if (!err) {
+		struct dentry *ld = unionfs_lower_dentry_get(new, b);
+
+		if (ld) {
+			unionfs_copy_attr(d_inode(old), d_inode(ld));
+			dput(ld);
+		}
+	}
+	return err;
+}
+
+/*
+ * Remove @dentry's name: delete it from its branch when that branch is
+ * writable, and whiteout the name when a lower branch still holds it. The
+ * whiteout is created before the removal, so that the union never shows
+ * the lower object in between.
+ */
+static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
+{
+	struct super_block *sb = dir->i_sb;
+	struct dentry *parent = dentry->d_parent;
+	struct inode *inode = d_inode(dentry);
+	struct dentry *ld, *lparent, *cur;
+	const struct cred *old;
+	bool need_wh, made_wh = false;
+	int b, bend, t, err;
+	const char *why = isdir ? "rmdir" : "unlink";
+
+	unionfs_get_range(dentry, &b, &bend);
+	if (b < 0)
+		return -ESTALE;
+	need_wh = bend > b || unionfs_lower_has_name(parent, &dentry->d_name,
+						      b + 1);
+
+	if (!unionfs_branch_writable(sb, b)) {
+		t = unionfs_nearest_writable(sb, b);
+		if (t < 0)
+			return t;
+		err = unionfs_create_whiteout(parent, &dentry->d_name, t, why);
+		goto out_attr;
+	}
+
+	ld = unionfs_lower_dentry_get(dentry, b);
+	lparent = unionfs_lower_dentry_get(parent, b);
+	err = -ESTALE;
+	if (!ld || !lparent)
+		goto out_dput;
+	err = unionfs_want_write(sb, b);
+	if (err)
+		goto out_dput;
+	if (isdir) {
+		old = unionfs_override_creds(sb);
+		err = unionfs_clean_whiteouts(sb, b, ld);
+		revert_creds(old);
+		if (err)
+			goto out_drop;
+	}
+	cur = unionfs_lock_lookup(sb, b, lparent, dentry->d_name.name,
+				  dentry->d_name.len);
+	if (IS_ERR(cur)) {
+		err = PTR_ERR(cur);
+		goto out_drop;
+	}
+	if (cur != ld) {
+		err = -ESTALE;	/* changed in the branch behind our back */
+		goto out_unlock;
+	}
+	if (need_wh) {
+		old = unionfs_override_creds(sb);
+		err = unionfs_whiteout_locked(sb, b, lparent, &dentry->d_name,
+					      why);
+		revert_creds(old);
+		if (err)
+			goto out_unlock;
+		made_wh = true;
+	}
+	if (isdir)
+		err = unionfs_do_rmdir(sb, b, d_inode(lparent), ld);
+	else
+		err = unionfs_do_unlink(sb, b, d_inode(lparent), ld);
+	if (err && made_wh) {
+		old = unionfs_override_creds(sb);
+		unionfs_remove_whiteout_locked(sb, b, lparent, &dentry->d_name,
+					       "revert");
+		revert_creds(old);
+	}
+out_unlock:
+	inode_unlock(d_inode(lparent));
+	dput(cur);
+out_drop:
+	unionfs_drop_write(sb, b);
+out_dput:
+	dput(ld);
+	dput(lparent);
+out_attr:
+	if (!err) {
+		unionfs_dir_changed(dir);
+		if (isdir)
+			clear_nlink(inode);
+		else if (inode->i_nlink)
+			drop_nlink(inode);
+		inode->i_ctime = dir->i_ctime;
+	}
+	return err;
+}
+
+static int unionfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	return unionfs_remove(dir, dentry, false);
+}
+
+static int unionfs_rmdir(struct inode *dir, struct dentry *dentry)
+{
+	int err, has_wh;
+
+	err = unionfs_check_empty(dentry, &has_wh);
+	if (err)
+		return err;
+	return unionfs_remove(dir, dentry, true);
+}
+
+static int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
+{
+	struct dentry *ld;
+	int b, err;
+
+	ld = unionfs_lower_top_get(dentry, &b);
+	if (!ld)
+		return -ESTALE;
+	err = vfs_fileattr_get(ld, fa);
+	dput(ld);
+	return err;
+}
+
+const struct inode_operations unionfs_dir_iops = {
+	.lookup		= unionfs_lookup,
+	.create		= unionfs_create,
+	.link		= unionfs_link,
+	.unlink		= unionfs_unlink,
+	.symlink	= unionfs_symlink,
+	.mkdir		= unionfs_mkdir,
+	.rmdir		= unionfs_rmdir,
+	.mknod		= unionfs_mknod,
+	.rename		= unionfs_rename,
+	.permission	= unionfs_permission,
+	.getattr	= unionfs_getattr,
+	.setattr	= unionfs_setattr,
+	.listxattr	= unionfs_listxattr,
+	.fileattr_get	= unionfs_fileattr_get,
+};
+
+const struct inode_operations unionfs_main_iops = {
+	.permission	= unionfs_permission,
+	.getattr	= unionfs_getattr,
+	.setattr	= unionfs_setattr,
+	.listxattr	= unionfs_listxattr,
+	.fileattr_get	= unionfs_fileattr_get,
+};
+
+const struct inode_operations unionfs_symlink_iops = {
+	.get_link	= unionfs_get_link,
+	.getattr	= unionfs_getattr,
+	.setattr	= unionfs_setattr,
+	.listxattr	= unionfs_listxattr,
+};
+
+const struct inode_operations unionfs_special_iops = {
+	.permission	= unionfs_permission,
+	.getattr	= unionfs_getattr,
+	.setattr	= unionfs_setattr,
+	.listxattr	= unionfs_listxattr,
+};

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: lookup by branch priority, whiteouts, opaque directories,
+ * duplicate elimination, and union inode instantiation.
+ *
+ * For each branch b from the parent's first to last contributing branch:
+ *   - NAME positive in b: the first positive entry wins. A non-directory
+ *     ends the search (it hides everything below it); a directory merges
+ *     with directories found below until a branch where it is opaque
+ *     (contains ".wh.__dir_opaque"). Non-directories below a directory are
+ *     ignored.
+ *   - NAME negative in b and a regular file ".wh.NAME" exists in b: the
+ *     name is whited out in every branch below b; the search stops.
+ */
+#include "union.h"
+#include "lower.h"
+
+#include <linux/ktime.h>
+
+#include "unionfs_trace.h"
+
+struct unionfs_dentry_info *unionfs_alloc_dinfo(int nbr)
+{
+	struct unionfs_dentry_info *ud;
+
+	ud = kzalloc(struct_size(ud, lower, nbr), GFP_KERNEL);
+	if (!ud)
+		return NULL;
+	spin_lock_init(&ud->lock);
+	ud->bstart = -1;
+	ud->bend = -1;
+	ud->bopaque = -1;
+	ud->bwh = -1;
+	ud->nbr = nbr;
+	return ud;
+}
+
+void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
+{
+	int i;
+
+	if (!ud)
+		return;
+	for (i = 0; i < ud->nbr; i++)
+		dput(ud->lower[i]);
+	kfree_rcu(ud, rcu);
+}
+
+char *unionfs_whname(const struct qstr *name)
+{
+	char *buf = kmalloc(name->len + UNIONFS_WHLEN + 1, GFP_KERNEL);
+
+	if (!buf)
+		return NULL;
+	memcpy(buf, UNIONFS_WHPFX, UNIONFS_WHLEN);
+	memcpy(buf + UNIONFS_WHLEN, name->name, name->len);
+	buf[name->len + UNIONFS_WHLEN] = '\0';
+	return buf;
+}
+
+/* 1 if @lower_dir holds ".wh.__dir_opaque", 0 if not, or -errno. */
+int unionfs_is_opaque_dir(struct dentry *lower_dir)
+{
+	struct dentry *d;
+	int ret;
+
+	d = lookup_one_unlocked(&init_user_ns, UNIONFS_DIR_OPAQUE, lower_dir,
+				UNIONFS_DIR_OPAQUE_LEN);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
+	ret = d_really_is_positive(d);
+	dput(d);
+	return ret;
+}
+
+/* Is there a whiteout for @name (already ".wh."-prefixed) in @lparent? */
+static int unionfs_has_whiteout(struct super_block *sb, int bindex,
+				struct dentry *lparent, const char *whname,
+				int len)
+{
+	struct dentry *wh;
+	int ret = 0;
+
+	wh = unionfs_do_lookup(sb, bindex, lparent, whname, len);
+	if (IS_ERR_OR_NULL(wh))
+		return PTR_ERR_OR_ZERO(wh);
+	if (d_really_is_positive(wh)) {
+		if (d_is_reg(wh)) {
+			ret = 1;
+		} else {
+			pr_warn_ratelimited("branch %d: whiteout '%s' is not a regular file\n",
+					    bindex, whname);
+			ret = -EIO;
+		}
+	}
+	dput(wh);
+	return ret;
+}
+
+/*
+ * Fill @ud with the lower dentries of @name below @parent. Runs with the
+ * mounter's credentials. Returns 0 or -errno.
+ */
+int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
+			    struct unionfs_dentry_info *ud, int from)
+{
+	struct super_block *sb = parent->d_sb;
+	u64 t0 = trace_unionfs_lookup_enabled() ? ktime_get_ns() : 0;
+	int pstart, pend, b, err = 0, probed = 0;
+	char *whname = NULL;
+
+	unionfs_get_range(parent, &pstart, &pend);
+	if (pstart >= 0 && from > pstart)
+		pstart = from;
+	for (b = pstart; b >= 0 && b <= pend; b++) {
+		struct dentry *lparent, *ld;
+		int wh;
+
+		lparent = unionfs_lower_dentry_get(parent, b);
+		if (!lparent)
+			continue;
+		if (!d_can_lookup(lparent)) {
+			dput(lparent);
+			continue;
+		}
+		probed++;
+		ld = unionfs_do_lookup(sb, b, lparent, name->name, name->len);
+		if (IS_ERR(ld)) {
+			err = PTR_ERR(ld);
+			dput(lparent);
+			break;
+		}
+		if (ld && d_really_is_positive(ld)) {
+			bool stop = false;
+
+			if (ud->bstart < 0) {
+				ud->bstart = b;
+				ud->lower[b] = ld;
+				ud->bend = b;
+				stop = !d_is_dir(ld);
+			} else if (d_is_dir(ld)) {
+				ud->lower[b] = ld;
+				ud->bend = b;
+			} else {
+				dput(ld);	/* a file below a dir: hidden */
+				ld = NULL;
+			}
+			if (ld && d_is_dir(ld) && b < pend) {
+				int op = unionfs_is_opaque_dir(ld);
+
+				if (op < 0) {
+					err = op;
+					dput(lparent);
+					break;
+				}
+				if (op) {
+					ud->bopaque = b;
+					stop = true;
+				}
+			}
+			dput(lparent);
+			if (stop)
+				break;
+			continue;
+		}
+		dput(ld);
+		if (!whname) {
+			whname = unionfs_whname(name);
+			if (!whname) {
+				err = -ENOMEM;
+				dput(lparent);
+				break;
+			}
+		}
+		wh = unionfs_has_whiteout(sb, b, lparent, whname,
+					  name->len + UNIONFS_WHLEN);
+		dput(lparent);
+		if (wh < 0) {
+			err = wh;
+			break;
+		}
+		if (wh) {
+			ud->bwh = b;
+			break;
+		}
+	}
+	kfree(whname);
+	trace_unionfs_lookup(sb, parent, name, pstart, pend, probed,
+			     ud->bstart, ud->bend, ud->bopaque, ud->bwh, err,
+			     t0 ? ktime_get_ns() - t0 : 0);
+	return err;
+}
+
+/*
+ * Does any branch at or after @from (below the parent's contributing
+ * range) still hold @name? Used to decide whether a removal must leave a
+ * whiteout. Errors count as "yes" so that we never expose lower data.
+ */
+bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
+			    int from)
+{
+	struct unionfs_dentry_info *ud;
+	const struct cred *old;
+	int pstart, pend, err;
+	bool ret;
+
+	unionfs_get_range(parent, &pstart, &pend);
+	if (from > pend)
+		return false;
+	ud = unionfs_alloc_dinfo(UNIONFS_SB(parent->d_sb)->nbranches);
+	if (!ud)
+		return true;
+	old = unionfs_override_creds(parent->d_sb);
+	err = unionfs_lookup_branches(parent, name, ud, from);
+	revert_creds(old);
+	ret = err || ud->bstart >= 0;
+	unionfs_free_dinfo(ud);
+	return ret;
+}
+
+static int unionfs_inode_test(struct inode *inode, void *data)
+{
+	return UNIONFS_I(inode)->key == data;
+}
+
+static int unionfs_inode_set(struct inode *inode, void *data)
+{
+	UNIONFS_I(inode)->key = data;
+	return 0;
+}
+
+struct inode *unionfs_iget(struct super_block *sb,
+			   struct unionfs_dentry_info *ud)
+{
+	struct inode *key, *inode;
+	int err;
+
+	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
+		return ERR_PTR(-EIO);
+	key = d_inode(ud->lower[ud->bstart]);
+	inode = iget5_locked(sb, (unsigned long)key, unionfs_inode_test,
+			     unionfs_inode_set, key);
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (!(inode->i_state & I_NEW)) {
+		int b;
+
+		/* a known object: record branches that joined since */
+		for (b = ud->bstart; b <= ud->bend; b++)
+			if (ud->lower[b] && b < UNIONFS_I(inode)->nbr &&
+			    !UNIONFS_I(inode)->lower[b])
+				unionfs_inode_set_lower(inode, b,
+							d_inode(ud->lower[b]));
+		return inode;
+	}
+	err = unionfs_inode_init(inode, ud);
+	if (err) {
+		iget_failed(inode);
+		return ERR_PTR(err);
+	}
+	unlock_new_inode(inode);
+	return inode;
+}
+
+struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
+			      unsigned int flags)
+{
+	struct super_block *sb = dir->i_sb;
+	struct unionfs_dentry_info *ud;
+	struct inode *inode = NULL;
+	const struct cred *old;
+	int err;
+
+	if (unionfs_is_whname(dentry->d_name.name, dentry->d_name.len))
+		return ERR_PTR(-EPERM);
+
+	ud = unionfs_alloc_dinfo(UNIONFS_SB(sb)->nbranches);
+	if (!ud)
+		return ERR_PTR(-ENOMEM);
+	ud->generation = unionfs_sb_gen(sb);
+
+	old = unionfs_override_creds(sb);
+	err = unionfs_lookup_branches(dentry->d_parent, &dentry->d_name, ud, 0);
+	revert_creds(old);
+	if (err) {
+		unionfs_free_dinfo(ud);
+		return ERR_PTR(err);
+	}
+	if (ud->bstart >= 0) {
+		inode = unionfs_iget(sb, ud);
+		if (IS_ERR(inode)) {
+			unionfs_free_dinfo(ud);
+			return ERR_CAST(inode);
+		}
+	}
+	dentry->d_fsdata = ud;
+	return d_splice_alias(inode, dentry);
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: the one place through which every call into a branch
+ * filesystem goes (like overlayfs' ovl_do_*). Each helper traces the call
+ * (tracepoint unionfs_branch_op: op, branch index, name, errno) and fault
+ * injection sites hang off the same helpers.
+ *
+ * Locking contract: callers hold mnt write access (unionfs_want_write) and
+ * the lower parent's i_rwsem (I_MUTEX_PARENT) for namespace changes, as the
+ * vfs_* helpers require.
+ */
+#include "union.h"
+#include "lower.h"
+
+#include <linux/xattr.h>
+#include <linux/file.h>
+
+#include "unionfs_trace.h"
+
+static inline int unionfs_trace_op(struct super_block *sb, const char *op,
+				   int bindex, struct dentry *d, int err)
+{
+	if (trace_unionfs_branch_op_enabled())
+		trace_unionfs_branch_op(sb, op, bindex,
+					d ? (const char *)d->d_name.name : "",
+					err);
+	return err;
+}
+
+int unionfs_want_write(struct super_block *sb, int bindex)
+{
+	if (!unionfs_branch_writable(sb, bindex))
+		return -EROFS;
+	return mnt_want_write(unionfs_lower_mnt(sb, bindex));
+}
+
+void unionfs_drop_write(struct super_block *sb, int bindex)
+{
+	mnt_drop_write(unionfs_lower_mnt(sb, bindex));
+}
+
+struct dentry *unionfs_do_lookup(struct super_block *sb, int bindex,
+				 struct dentry *base, const char *name,
+				 int len)
+{
+	struct dentry *d;
+	int err = UNIONFS_FAULT("lookup");
+
+	if (err)
+		return ERR_PTR(err);
+	d = lookup_one_unlocked(&init_user_ns, name, base, len);
+	/* ".wh." + a long name may exceed NAME_MAX: that is "no whiteout". */
+	if (IS_ERR(d) && PTR_ERR(d) == -ENAMETOOLONG)
+		return NULL;
+	return d;
+}
+
+struct dentry *unionfs_lock_lookup(struct super_block *sb, int bindex,
+				   struct dentry *parent, const char *name,
+				   int len)
+{
+	struct dentry *d;
+
+	inode_lock_nested(d_inode(parent), I_MUTEX_PARENT);
+	d = lookup_one_len(name, parent, len);
+	if (IS_ERR(d))
+		inode_unlock(d_inode(parent));
+	return d;
+}
+
+int unionfs_do_create(struct super_block *sb, int bindex, struct inode *dir,
+		      struct dentry *d, umode_t mode)
+{
+	int err = UNIONFS_FAULT("create");
+
+	if (!err)
+		err = vfs_create(&init_user_ns, dir, d, mode, true);
+	return unionfs_trace_op(sb, "create", bindex, d, err);
+}
+
+int unionfs_do_mkdir(struct super_block *sb, int bindex, struct inode *dir,
+		     struct dentry *d, umode_t mode)
+{
+	int err = UNIONFS_FAULT("mkdir");
+
+	if (!err)
+		err = vfs_mkdir(&init_user_ns, dir, d, mode);
+	if (!err && d_unhashed(d))
+		err = -EIO;	/* a branch fs that does not instantiate */
+	return unionfs_trace_op(sb, "mkdir", bindex, d, err);
+}
+
+int unionfs_do_mknod(struct super_block *sb, int bindex, struct inode *dir,
+		     struct dentry *d, umode_t mode, dev_t dev)
+{
+	int err = UNIONFS_FAULT("mknod");
+
+	if (!err)
+		err = vfs_mknod(&init_user_ns, dir, d, mode, dev);
+	return unionfs_trace_op(sb, "mknod", bindex, d, err);
+}
+
+int unionfs_do_symlink(struct super_block *sb, int bindex, struct inode *dir,
+		       struct dentry *d, const char *target)
+{
+	int err = UNIONFS_FAULT("symlink");
+
+	if (!err)
+		err = vfs_symlink(&init_user_ns, dir, d, target);
+	return unionfs_trace_op(sb, "symlink", bindex, d, err);
+}
+
+int unionfs_do_link(struct super_block *sb, int bindex, struct dentry *old,
+		    struct inode *dir, struct dentry *d)
+{
+	int err = UNIONFS_FAULT("link");
+
+	if (!err)
+		err = vfs_link(old, &init_user_ns, dir, d, NULL);
+	return unionfs_trace_op(sb, "link", bindex, d, err);
+}
+
+int unionfs_do_unlink(struct super_block *sb, int bindex, struct inode *dir,
+		      struct dentry *d)
+{
+	int err = UNIONFS_FAULT("unlink");
+
+	if (!err)
+		err = vfs_unlink(&init_user_ns, dir, d, NULL);
+	return unionfs_trace_op(sb, "unlink", bindex, d, err);
+}
+
+int unionfs_do_rmdir(struct super_block *sb, int bindex, struct inode *dir,
+		     struct dentry *d)
+{
+	int err = UNIONFS_FAULT("rmdir");
+
+	if (!err)
+		err = vfs_rmdir(&init_user_ns, dir, d);
+	return unionfs_trace_op(sb, "rmdir", bindex, d, err);
+}
+
+int unionfs_do_rename(struct super_block *sb, int bindex,
+		      struct inode *olddir, struct dentry *old,
+		      struct inode *newdir, struct dentry *new,
+		      unsigned int flags)
+{
+	struct renamedata rd = {
+		.old_mnt_userns	= &init_user_ns,
+		.old_dir	= olddir,
+		.old_dentry	= old,
+		.new_mnt_userns	= &init_user_ns,
+		.new_dir	= newdir,
+		.new_dentry	= new,
+		.flags		= flags,
+	};
+	int err = UNIONFS_FAULT("rename");
+
+	if (!err)
+		err = vfs_rename(&rd);
+	return unionfs_trace_op(sb, "rename", bindex, new, err);
+}
+
+/* Caller holds inode_lock(d_inode(d)). */
+int unionfs_do_setattr(struct super_block *sb, int bindex, struct dentry *d,
+		       struct iattr *attr)
+{
+	int err = UNIONFS_FAULT("setattr");
+
+	if (!err)
+		err = notify_change(&init_user_ns, d, attr, NULL);
+	return unionfs_trace_op(sb, "setattr", bindex, d, err);
+}
+
+int unionfs_do_setxattr(struct super_block *sb, int bindex, struct dentry *d,
+			const char *name, const void *value, size_t size,
+			int flags)
+{
+	int err = UNIONFS_FAULT("setxattr");
+
+	if (!err)
+		err = vfs_setxattr(&init_user_ns, d, name, value, size, flags);
+	return unionfs_trace_op(sb, "setxattr", bindex, d, err);
+}
+
+int unionfs_do_removexattr(struct super_block *sb, int bindex,
+			   struct dentry *d, const char *name)
+{
+	int err = UNIONFS_FAULT("removexattr");
+
+	if (!err)
+		err = vfs_removexattr(&init_user_ns, d, name);
+	return unionfs_trace_op(sb, "removexattr", bindex, d, err);
+}
+
+struct file *unionfs_do_open(struct super_block *sb, int bindex,
+			     struct dentry *d, int flags,
+			     const struct cred *cred)
+{
+	struct path path = { .mnt = unionfs_lower_mnt(sb, bindex), .dentry = d };
+	struct file *f;
+	int err = UNIONFS_FAULT("open");
+
+	if (err)
+		return ERR_PTR(unionfs_trace_op(sb, "open", bindex, d, err));
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
+	f = dentry_open(&path, flags | O_LARGEFILE, cred);
+	unionfs_trace_op(sb, "open", bindex, d, PTR_ERR_OR_ZERO(f));
+	return f;
+}

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: directory files and merged readdir.
+ *
+ * A directory that lives in one branch is listed straight from that
+ * branch (hiding ".wh.*" names). A directory merged from several branches
+ * is read branch by branch in priority order into a cache attached to the
+ * open file: each name once (duplicate elimination), names whited out by a
+ * higher branch hidden, whiteouts and opaque markers never shown. The file
+ * position is the index in that cache, so telldir/seekdir and small
+ * getdents buffers never skip or repeat an entry within one open. The
+ * cache is rebuilt on rewind (position 0).
+ */
+#include "union.h"
+#include "lower.h"
+
+#include <linux/file.h>
+#include <linux/rbtree.h>
+#include <linux/mm.h>
+
+#include "unionfs_trace.h"
+
+struct unionfs_rdent {
+	struct rb_node node;
+	u64 ino;
+	unsigned int type;
+	int wh_branch;		/* >= 0: only a whiteout seen, in this branch */
+	int len;
+	char name[];
+};
+
+struct unionfs_rdcache {
+	struct rb_root root;
+	struct unionfs_rdent **ents;	/* visible entries, in order */
+	unsigned long n;
+	unsigned long cap;
+	unsigned long dups;
+	unsigned long whiteouts;
+	u64 version;
+};
+
+struct unionfs_rdctx {
+	struct dir_context ctx;
+	struct unionfs_rdcache *rdc;
+	int bindex;
+	unsigned int fsidx;
+	int err;
+};
+
+void unionfs_rdcache_free(struct unionfs_rdcache *rdc)
+{
+	struct unionfs_rdent *e, *tmp;
+
+	if (!rdc)
+		return;
+	rbtree_postorder_for_each_entry_safe(e, tmp, &rdc->root, node)
+		kfree(e);
+	kvfree(rdc->ents);
+	kfree(rdc);
+}
+
+static int unionfs_rd_cmp(const char *name, int len,
+			  const struct unionfs_rdent *e)
+{
+	if (len != e->len)
+		return len < e->len ? -1 : 1;
+	return memcmp(name, e->name, len);
+}
+
+static struct unionfs_rdent *unionfs_rd_find(struct unionfs_rdcache *rdc,
+					     const char *name, int len,
+					     struct rb_node ***linkp,
+					     struct rb_node **parentp)
+{
+	struct rb_node **link = &rdc->root.rb_node, *parent = NULL;
+
+	while (*link) {
+		struct unionfs_rdent *e = rb_entry(*link, struct unionfs_rdent,
+						   node);
+		int c = unionfs_rd_cmp(name, len, e);
+
+		parent = *link;
+		if (c < 0)
+			link = &(*link)->rb_left;
+		else if (c > 0)
+			link = &(*link)->rb_right;
+		else
+			return e;
+	}
+	*linkp = link;
+	*parentp = parent;
+	return NULL;
+}
+
+static int unionfs_rd_append(struct unionfs_rdcache *rdc,
+			     struct unionfs_rdent *e)
+{
+	if (rdc->n == rdc->cap) {
+		unsigned long cap = rdc->cap ? rdc->cap * 2 : 64;
+		struct unionfs_rdent **ents;
+
+		ents = kvmalloc_array(cap, sizeof(*ents), GFP_KERNEL);
+		if (!ents)
+			return -ENOMEM;
+		if (rdc->n)
+			memcpy(ents, rdc->ents, rdc->n * sizeof(*ents));
+		kvfree(rdc->ents);
+		rdc->ents = ents;
+		rdc->cap = cap;
+	}
+	rdc->ents[rdc->n++] = e;
+	return 0;
+}
+
+static bool unionfs_rd_actor(struct dir_context *ctx, const char *name,
+			     int len, loff_t pos, u64 ino, unsigned int type)
+{
+	struct unionfs_rdctx *rd = container_of(ctx, struct unionfs_rdctx,
+						ctx);
+	struct unionfs_rdcache *rdc = rd->rdc;
+	struct rb_node **link, *parent;
+	struct unionfs_rdent *e;
+	bool wh = false;
+
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return true;
+	if (unionfs_is_whname(name, len)) {
+		name += UNIONFS_WHLEN;
+		len -= UNIONFS_WHLEN;
+		/* the opaque marker and our temporaries hide nothing */
+		if (!len || unionfs_is_whname(name, len) ||
+		    (len == UNIONFS_DIR_OPAQUE_LEN - UNIONFS_WHLEN &&
+		     !memcmp(name, UNIONFS_DIR_OPAQUE + UNIONFS_WHLEN, len)))
+			return true;
+		wh = true;
+	}
+
+	e = unionfs_rd_find(rdc, name, len, &link, &parent);
+	if (e) {
+		if (wh)
+			return true;
+		if (e->wh_branch < 0) {
+			rdc->dups++;
+			return true;
+		}
+		if (e->wh_branch < rd->bindex) {
+			rdc->whiteouts++;	/* hidden by a higher branch */
+			return true;
+		}
+		/* same-branch whiteout and name: the name is visible */
+		e->wh_branch = -1;
+		e->ino = ino;
+		e->type = type;
+		goto append;
+	}
+	e = kmalloc(struct_size(e, name, len), GFP_KERNEL);
+	if (!e) {
+		rd->err = -ENOMEM;
+		return false;
+	}
+	e->len = len;
+	memcpy(e->name, name, len);
+	e->wh_branch = wh ? rd->bindex : -1;
+	e->ino = ino;
+	e->type = type;
+	rb_link_node(&e->node, parent, link);
+	rb_insert_color(&e->node, &rdc->root);
+	if (wh)
+		return true;
+append:
+	if (!(ino >> 56))
+		e->ino = ino | ((u64)rd->fsidx << 56);
+	rd->err = unionfs_rd_append(rdc, e);
+	return !rd->err;
+}
+
+/* Build the merged listing of the union directory @dentry. */
+static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
+{
+	struct super_block *sb = dentry->d_sb;
+	struct unionfs_rdctx rd = { .ctx.actor = unionfs_rd_actor };
+	struct unionfs_rdcache *rdc;
+	const struct cred *old;
+	int bstart, bend, b, nread = 0, err = 0;
+
+	rdc = kzalloc(sizeof(*rdc), GFP_KERNEL);
+	if (!rdc)
+		return ERR_PTR(-ENOMEM);
+	rdc->root = RB_ROOT;
+	rdc->version = UNIONFS_I(d_inode(dentry))->dir_version;
+	rd.rdc = rdc;
+
+	unionfs_get_range(dentry, &bstart, &bend);
+	old = unionfs_override_creds(sb);
+	for (b = bstart; b >= 0 && b <= bend; b++) {
+		struct dentry *ld = unionfs_lower_dentry_get(dentry, b);
+		struct file *f;
+
+		if (!ld)
+			continue;
+		if (!d_is_dir(ld)) {
+			dput(ld);
+			continue;
+		}
+		err = UNIONFS_FAULT("readdir");
+		f = err ? ERR_PTR(err) :
+		    unionfs_do_open(sb, b, ld, O_RDONLY | O_DIRECTORY,
+				    current_cred());
+		dput(ld);
+		if (IS_ERR(f)) {
+			err = PTR_ERR(f);
+			break;
+		}
+		rd.bindex = b;
+		rd.fsidx = unionfs_branch(sb, b)->fsidx;
+		rd.ctx.pos = 0;
+		err = iterate_dir(f, &rd.ctx);
+		fput(f);
+		nread++;
+		if (!err)
+			err = rd.err;
+		if (err)
+			break;
+	}
+	revert_creds(old);
+	trace_unionfs_readdir(sb, dentry->d_name.name, bstart, bend, nread,
+			      rdc->n, rdc->dups, rdc->whiteouts, false, err);
+	if (err) {
+		unionfs_rdcache_free(rdc);
+		return ERR_PTR(err);
+	}
+	return rdc;
+}
+
+/* -ENOTEMPTY unless the union directory shows no entry at all. */
+int unionfs_check_empty(struct dentry *dentry, int *has_whiteouts)
+{
+	struct unionfs_rdcache *rdc = unionfs_rd_build(dentry);
+	int err = 0;
+
+	if (IS_ERR(rdc))
+		return PTR_ERR(rdc);
+	if (rdc->n)
+		err = -ENOTEMPTY;
+	*has_whiteouts = !RB_EMPTY_ROOT(&rdc->root) && !rdc->n;
+	unionfs_rdcache_free(rdc);
+	return err;
+}
+
+struct unionfs_passthru {
+	struct dir_context ctx;
+	struct dir_context *caller;
+	unsigned int fsidx;
+};
+
+static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
+				   int len, loff_t pos, u64 ino,
+				   unsigned int type)
+{
+	struct unionfs_passthru *pt = container_of(ctx, struct unionfs_passthru,
+						   ctx);
+
+	if (unionfs_is_whname(name, len))
+		return true;
+	if (!(ino >> 56))
+		ino |= (u64)pt->fsidx << 56;
+	/* d_off of the previous entry: where to resume, i.e. this entry */
+	pt->caller->pos = pos;
+	return dir_emit(pt->caller, name, len, ino, type);
+}
+
+static int unionfs_iterate(struct file *file, struct dir_context *ctx)
+{
+	struct unionfs_file_info *fi = UNIONFS_F(file);
+	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_rdcache *rdc;
+	loff_t i;
+
+	if (fi->lower) {
+		struct unionfs_passthru pt = {
+			.ctx.actor = unionfs_passthru_actor,
+			.caller = ctx,
+			.fsidx = unionfs_branch(dentry->d_sb, fi->bindex)->fsidx,
+		};
+		int err;
+
+		fi->lower->f_pos = ctx->pos;
+		err = iterate_dir(fi->lower, &pt.ctx);
+		ctx->pos = fi->lower->f_pos;
+		return err;
+	}
+
+	rdc = fi->rdcache;
+	if (!rdc || ctx->pos == 0) {
+		rdc = unionfs_rd_build(dentry);
+		if (IS_ERR(rdc))
+			return PTR_ERR(rdc);
+		unionfs_rdcache_free(fi->rdcache);
+		fi->rdcache = rdc;
+	}
+	if (!dir_emit_dots(file, ctx))
+		return 0;
+	for (i = ctx->pos - 2; i < rdc->n; i++) {
+		struct unionfs_rdent *e = rdc->ents[i];
+
+		if (!dir_emit(ctx, e->name, e->len, e->ino, e->type))
+			break;
+		ctx->pos++;
+	}
+	return 0;
+}
+
+static loff_t unionfs_dir_llseek(struct file *file, loff_t offset,
+				 int whence)
+{
+	struct unionfs_file_info *fi = UNIONFS_F(file);
+	loff_t ret;
+
+	if (fi->lower) {
+		ret = vfs_llseek(fi->lower, offset, whence);
+		if (ret >= 0)
+			file->f_pos = ret;
+		return ret;
+	}
+	switch (whence) {
+	case SEEK_CUR:
+		offset += file->f_pos;
+		fallthrough;
+	case SEEK_SET:
+		if (offset < 0)
+			return -EINVAL;
+		file->f_pos = offset;
+		return offset;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int unionfs_dir_open(struct inode *inode, struct file *file)
+{
+	struct dentry *dentry = file->f_path.dentry;
+	struct super_block *sb = inode->i_sb;
+	struct unionfs_file_info *fi;
+	int bstart, bend;
+
+	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	if (!fi)
+		return -ENOMEM;
+	fi->bindex = -1;
+	fi->generation = unionfs_sb_gen(sb);
+	unionfs_get_range(dentry, &bstart, &bend);
+	if (bstart < 0) {
+		kfree(fi);
+		return -ESTALE;
+	}
+	if (bstart == bend) {
+		struct dentry *ld = unionfs_lower_dentry_get(dentry, bstart);
+		struct file *f;
+
+		if (!ld) {
+			kfree(fi);
+			return -ESTALE;
+		}
+		f = unionfs_do_open(sb, bstart, ld, file->f_flags,
+				    current_cred());
+		dput(ld);
+		if (IS_ERR(f)) {
+			kfree(fi);
+			return PTR_ERR(f);
+		}
+		fi->lower = f;
+		fi->bindex = bstart;
+		fi->branch_id = unionfs_branch(sb, bstart)->id;
+		atomic_inc(&unionfs_branch(sb, bstart)->open_files);
+	}
+	file->private_data = fi;
+	return 0;
+}
+
+static int unionfs_dir_release(struct inode *inode, struct file *file)
+{
+	struct unionfs_file_info *fi = UNIONFS_F(file);
+
+	if (fi->lower) {
+		atomic_dec(&unionfs_branch(inode->i_sb, fi->bindex)->open_files);
+		fput(fi->lower);
+	}
+	unionfs_rdcache_free(fi->rdcache);
+	kfree(fi);
+	return 0;
+}
+
+static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
+			     int datasync)
+{
+	struct unionfs_file_info *fi = UNIONFS_F(file);
+
+	if (fi->lower && unionfs_branch_writable(file_inode(file)->i_sb,
+						 fi->bindex))
+		return vfs_fsync_range(fi->lower, start, end, datasync);
+	return 0;
+}
+
+const struct file_operations unionfs_dir_fops = {
+	.open		= unionfs_dir_open,
+	.release	= unionfs_dir_release,
+	.read		= generic_read_dir,
+	.iterate_shared	= unionfs_iterate,
+	.llseek		= unionfs_dir_llseek,
+	.fsync		= unionfs_dir_fsync,
+};

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: module init, mount options (fs_context), superblock operations.
+ */
+#include "union.h"
+
+#include <linux/module.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/seq_file.h>
+#include <linux/statfs.h>
+#include <linux/xattr.h>
+
+#define CREATE_TRACE_POINTS
+#include "unionfs_trace.h"
+
+static struct kmem_cache *unionfs_inode_cachep;
+
+/* --- inode cache ------------------------------------------------------ */
+
+static struct inode *unionfs_alloc_inode(struct super_block *sb)
+{
+	struct unionfs_inode_info *ui;
+
+	ui = alloc_inode_sb(sb, unionfs_inode_cachep, GFP_KERNEL);
+	if (!ui)
+		return NULL;
+	ui->bstart = -1;
+	ui->bend = -1;
+	ui->generation = unionfs_sb_gen(sb);
+	ui->nbr = 0;
+	ui->lower = NULL;
+	ui->key = NULL;
+	ui->dir_version = 1;
+	return &ui->vfs_inode;
+}
+
+/* RCU-delayed: permission() in RCU walk reads ui->lower. */
+static void unionfs_free_inode(struct inode *inode)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+
+	kfree(ui->lower);
+	kmem_cache_free(unionfs_inode_cachep, ui);
+}
+
+static void unionfs_evict_inode(struct inode *inode)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+	int i;
+
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	for (i = 0; i < ui->nbr; i++) {
+		struct inode *lower = ui->lower[i];
+
+		if (lower) {
+			WRITE_ONCE(ui->lower[i], NULL);
+			iput(lower);
+		}
+	}
+}
+
+static void unionfs_inode_once(void *p)
+{
+	struct unionfs_inode_info *ui = p;
+
+	inode_init_once(&ui->vfs_inode);
+	mutex_init(&ui->cu_lock);
+}
+
+/* --- superblock -------------------------------------------------------- */
+
+static void unionfs_free_sbi(struct unionfs_sb_info *sbi)
+{
+	int i;
+
+	if (!sbi)
+		return;
+	for (i = 0; i < sbi->nbranches; i++) {
+		path_put(&sbi->branches[i].path);
+		kfree(sbi->branches[i].name);
+	}
+	kfree(sbi->branches);
+	if (sbi->creator_cred)
+		put_cred(sbi->creator_cred);
+	kfree(sbi);
+}
+
+const struct cred *unionfs_override_creds(struct super_block *sb)
+{
+	return override_creds(UNIONFS_SB(sb)->creator_cred);
+}
+
+static int unionfs_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct super_block *sb = dentry->d_sb;
+	int err;
+
+	err = vfs_statfs(&unionfs_branch(sb, 0)->path, buf);
+	if (err)
+		return err;
+	buf->f_type = UNIONFS_SUPER_MAGIC;
+	if (buf->f_namelen > UNIONFS_WHLEN)
+		buf->f_namelen -= UNIONFS_WHLEN;
+	return 0;
+}
+
+static int unionfs_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(root->d_sb);
+	int i;
+
+	seq_puts(m, ",dirs=");
+	for (i = 0; i < sbi->nbranches; i++) {
+		struct unionfs_branch *br = &sbi->branches[i];
+
+		if (i)
+			seq_putc(m, ':');
+		seq_escape(m, br->name, ", \t\n\\");
+		seq_printf(m, "=%s", br->mode == UNIONFS_BR_RW ? "rw" : "ro");
+	}
+	return 0;
+}
+
+static const struct super_operations unionfs_sops = {
+	.alloc_inode	= unionfs_alloc_inode,
+	.free_inode	= unionfs_free_inode,
+	.evict_inode	= unionfs_evict_inode,
+	.statfs		= unionfs_statfs,
+	.show_options	= unionfs_show_options,
+};
+
+/* --- mount options ----------------------------------------------------- */
+
+struct unionfs_branch_spec {
+	char *path;
+	int mode;
+};
+
+struct unionfs_fs_context {
+	char *dirs;			/* raw dirs= value */
+	int nspecs;
+	struct unionfs_branch_spec *specs;
+};
+
+enum { Opt_dirs };
+
+static const struct fs_parameter_spec unionfs_param_specs[] = {
+	__fsparam(fs_param_is_string, "dirs", Opt_dirs, fs_param_can_be_empty,
+		  NULL),
+	{}
+};
+
+static void unionfs_free_specs(struct unionfs_fs_context *ctx)
+{
+	kfree(ctx->specs);
+	ctx->specs = NULL;
+	ctx->nspecs = 0;
+}
+
+/*
+ * Split "dirs=/a[=rw]:/b[=ro]:..." into branch specs. The specs point into
+ * ctx->dirs, which is modified in place.
+ */
+static int unionfs_parse_dirs(struct unionfs_fs_context *ctx)
+{
+	char *p = ctx->dirs, *elem;
+	int n = 1, i = 0;
+	char *c;
+
+	if (!*p) {
+		pr_warn("mount: empty branch list in dirs=\n");
+		return -EINVAL;
+	}
+	for (c = p; *c; c++)
+		if (*c == ':')
+			n++;
+	if (n > UNIONFS_MAX_BRANCHES) {
+		pr_warn("mount: %d branches given, at most %d supported\n",
+			n, UNIONFS_MAX_BRANCHES);
+		return -E2BIG;
+	}
+	ctx->specs = kcalloc(n, sizeof(*ctx->specs), GFP_KERNEL);
+	if (!ctx->specs)
+		return -ENOMEM;
+	while ((elem = strsep(&p, ":")) != NULL) {
+		char *eq = strrchr(elem, '=');
+		int mode = UNIONFS_BR_RW;
+
+		if (eq) {
+			if (!strcmp(eq + 1, "ro")) {
+				mode = UNIONFS_BR_RO;
+			} else if (!strcmp(eq + 1, "rw")) {
+				mode = UNIONFS_BR_RW;
+			} else {
+				pr_warn("mount: unknown branch mode '%s' for branch %d (use =ro or =rw)\n",
+					eq + 1, i);
+				unionfs_free_specs(ctx);
+				return -EINVAL;
+			}
+			*eq = '\0';
+		}
+		if (!*elem) {
+			pr_warn("mount: branch %d has an empty path\n", i);
+			unionfs_free_specs(ctx);
+			return -EINVAL;
+		}
+		ctx->specs[i].path = elem;
+		ctx->specs[i].mode = mode;
+		i++;
+	}
+	ctx->nspecs = i;
+	return 0;
+}
+
+static int unionfs_parse_param(struct fs_context *fc,
+			       struct fs_parameter *param)
+{
+	struct unionfs_fs_context *ctx = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	if (!strcmp(param->key, "source"))
+		return -ENOPARAM;	/* the VFS takes the device name */
+
+	opt = fs_parse(fc, unionfs_param_specs, param, &result);
+	if (opt == -ENOPARAM) {
+		pr_warn("mount: unknown option '%s'\n", param->key);
+		return -EINVAL;
+	}
+	if (opt < 0)
+		return opt;
+
+	switch (opt) {
+	case Opt_dirs:
+		kfree(ctx->dirs);
+		unionfs_free_specs(ctx);
+		ctx->dirs = param->string;
+		param->string = NULL;
+		break;
+	}
+	return 0;
+}
+
+static bool unionfs_overlaps(struct path *a, struct path *b)
+{
+	if (a->dentry->d_sb != b->dentry->d_sb)
+		return false;
+	return is_subdir(a->dentry, b->dentry) ||
+	       is_subdir(b->dentry, a->dentry);
+}
+
+static char *unionfs_canonical_name(struct path *path)
+{
+	char *buf, *p, *name;
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	p = d_path(path, buf, PATH_MAX);
+	if (IS_ERR(p)) {
+		kfree(buf);
+		return p;
+	}
+	name = kstrdup(p, GFP_KERNEL);
+	kfree(buf);
+	return name ?: ERR_PTR(-ENOMEM);
+}
+
+/* Resolve and validate the branches of @ctx into @sbi. */
+static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
+				  struct unionfs_fs_context *ctx,
+				  int *stack_depth)
+{
+	int i, j, err;
+
+	sbi->branches = kcalloc(ctx->nspecs, sizeof(*sbi->branches),
+				GFP_KERNEL);
+	if (!sbi->branches)
+		return -ENOMEM;
+
+	*stack_depth = 0;
+	for (i = 0; i < ctx->nspecs; i++) {
+		struct unionfs_branch *br = &sbi->branches[i];
+		const char *name = ctx->specs[i].path;
+
+		err = kern_path(name, LOOKUP_FOLLOW, &br->path);
+		if (err) {
+			pr_warn("mount: branch %d '%s': lookup failed (%d)\n",
+				i, name, err);
+			return err;
+		}
+		sbi->nbranches = i + 1;
+		if (!d_is_dir(br->path.dentry)) {
+			pr_warn("mount: branch %d '%s' is not a directory\n",
+				i, name);
+			return -ENOTDIR;
+		}
+		if (br->path.dentry->d_sb->s_type == &unionfs_fs_type) {
+			pr_warn("mount: branch %d '%s' is itself a unionfs (stacking unions is not supported)\n",
+				i, name);
+			return -EINVAL;
+		}
+		if (br->path.dentry->d_flags &
+		    (DCACHE_OP_HASH | DCACHE_OP_COMPARE | DCACHE_NEED_AUTOMOUNT)) {
+			pr_warn("mount: branch %d '%s' is on a case-folding or automount filesystem\n",
+				i, name);
+			return -EINVAL;
+		}
+		if (is_idmapped_mnt(br->path.mnt)) {
+			pr_warn("mount: branch %d '%s' is an idmapped mount\n",
+				i, name);
+			return -EINVAL;
+		}
+		*stack_depth = max(*stack_depth,
+				   br->path.mnt->mnt_sb->s_stack_depth);
+		br->mode = ctx->specs[i].mode;
+		br->id = sbi->next_branch_id++;
+		atomic_set(&br->open_files, 0);
+		br->name = unionfs_canonical_name(&br->path);
+		if (IS_ERR(br->name)) {
+			err = PTR_ERR(br->name);
+			br->name = NULL;
+			return err;
+		}
+		br->fsidx = i;
+		for (j = 0; j < i; j++) {
+			struct unionfs_branch *o = &sbi->branches[j];
+
+			if (unionfs_overlaps(&o->path, &br->path)) {
+				pr_warn("mount: branches %d '%s' and %d '%s' overlap\n",
+					j, o->name, i, br->name);
+				return -EINVAL;
+			}
+			if (o->path.mnt->mnt_sb == br->path.mnt->mnt_sb &&
+			    o->fsidx < br->fsidx)
+				br->fsidx = o->fsidx;
+		}
+	}
+	if (*stack_depth + 1 > FILESYSTEM_MAX_STACK_DEPTH) {
+		pr_warn("mount: stack too deep (branch depth %d, max %d)\n",
+			*stack_depth, FILESYSTEM_MAX_STACK_DEPTH - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct unionfs_fs_context *ctx = fc->fs_private;
+	struct unionfs_sb_info *sbi;
+	struct unionfs_dentry_info *ud;
+	struct inode *inode;
+	int err, depth, i;
+	loff_t maxbytes = 0;
+
+	if (!ctx->dirs) {
+		pr_warn("mount: missing dirs= option (dirs=/branch0[=rw]:/branch1[=ro]:...)\n");
+		return -EINVAL;
+	}
+	if (!ctx->specs) {
+		err = unionfs_parse_dirs(ctx);
+		if (err)
+			return err;
+	}
+
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	sbi->sb = sb;
+	atomic_set(&sbi->generation, 1);
+	sb->s_fs_info = sbi;
+
+	err = unionfs_setup_branches(sbi, ctx, &depth);
+	if (err)
+		return err;	/* kill_sb frees sbi */
+
+	if (!(fc->sb_flags & SB_RDONLY) &&
+	    sbi->branches[0].mode != UNIONFS_BR_RW) {
+		pr_warn("mount: leftmost branch '%s' must be rw unless the union is mounted ro\n",
+			sbi->branches[0].name);
+		return -EINVAL;
+	}
+
+	sbi->creator_cred = prepare_creds();
+	if (!sbi->creator_cred)
+		return -ENOMEM;
+
+	for (i = 0; i < sbi->nbranches; i++)
+		maxbytes = max(maxbytes,
+			       sbi->branches[i].path.mnt->mnt_sb->s_maxbytes);
+
+	sb->s_stack_depth = depth + 1;
+	sb->s_magic = UNIONFS_SUPER_MAGIC;
+	sb->s_op = &unionfs_sops;
+	sb->s_d_op = &unionfs_dops;
+	sb->s_xattr = unionfs_xattr_handlers;
+	sb->s_maxbytes = maxbytes;
+	sb->s_time_gran = 1;
+	sb->s_flags |= SB_POSIXACL;
+
+	ud = unionfs_alloc_dinfo(sbi->nbranches);
+	if (!ud)
+		return -ENOMEM;
+	ud->bstart = 0;
+	ud->bend = sbi->nbranches - 1;
+	for (i = 0; i < sbi->nbranches; i++) {
+		ud->lower[i] = dget(sbi->branches[i].path.dentry);
+		if (i < ud->bend &&
+		    unionfs_is_opaque_dir(sbi->branches[i].path.dentry) > 0) {
+			ud->bend = i;
+			ud->bopaque = i;
+			break;
+		}
+	}
+	ud->generation = unionfs_sb_gen(sb);
+
+	inode = unionfs_iget(sb, ud);
+	if (IS_ERR(inode)) {
+		unionfs_free_dinfo(ud);
+		return PTR_ERR(inode);
+	}
+	sb->s_root = d_make_root(inode);
+	if (!sb->s_root) {
+		unionfs_free_dinfo(ud);
+		return -ENOMEM;
+	}
+	sb->s_root->d_fsdata = ud;
+	return 0;
+}
+
+static int unionfs_get_tree(struct fs_context *fc)
+{
+	return get_tree_nodev(fc, unionfs_fill_super);
+}
+
+static int unionfs_reconfigure(struct fs_context *fc)
+{
+	struct unionfs_fs_context *ctx = fc->fs_private;
+	struct super_block *sb = fc->root->d_sb;
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	int i, err;
+
+	sync_filesystem(sb);
+	if (!ctx->dirs)
+		goto check_ro;
+	/* mount(8) passes dirs= back on remount: accept it if unchanged. */
+	if (!ctx->specs) {
+		err = unionfs_parse_dirs(ctx);
+		if (err)
+			return err;
+	}
+	if (ctx->nspecs != sbi->nbranches)
+		goto changed;
+	for (i = 0; i < ctx->nspecs; i++) {
+		struct path path;
+		bool same;
+
+		err = kern_path(ctx->specs[i].path, LOOKUP_FOLLOW, &path);
+		if (err)
+			goto changed;
+		same = path_equal(&path, &sbi->branches[i].path) &&
+		       ctx->specs[i].mode == sbi->branches[i].mode;
+		path_put(&path);
+		if (!same)
+			goto changed;
+	}
+check_ro:
+	if (!(fc->sb_flags & SB_RDONLY) &&
+	    sbi->branches[0].mode != UNIONFS_BR_RW) {
+		pr_warn("remount: leftmost branch '%s' is ro; the union must stay ro\n",
+			sbi->branches[0].name);
+		return -EINVAL;
+	}
+	return 0;
+changed:
+	pr_warn("remount: dirs= cannot change the branch list; use add=, del= or mode=\n");
+	return -EINVAL;
+}
+
+static void unionfs_free_fc(struct fs_context *fc)
+{
+	struct unionfs_fs_context *ctx = fc->fs_private;
+
+	if (!ctx)
+		return;
+	unionfs_free_specs(ctx);
+	kfree(ctx->dirs);
+	kfree(ctx);
+}
+
+static const struct fs_context_operations unionfs_context_ops = {
+	.parse_param	= unionfs_parse_param,
+	.get_tree	= unionfs_get_tree,
+	.reconfigure	= unionfs_reconfigure,
+	.free		= unionfs_free_fc,
+};
+
+static int unionfs_init_fs_context(struct fs_context *fc)
+{
+	struct unionfs_fs_context *ctx;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+	fc->fs_private = ctx;
+	fc->ops = &unionfs_context_ops;
+	return 0;
+}
+
+static void unionfs_kill_sb(struct super_block *sb)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+
+	kill_anon_super(sb);
+	unionfs_free_sbi(sbi);
+}
+
+struct file_system_type unionfs_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "unionfs",
+	.init_fs_context	= unionfs_init_fs_context,
+	.parameters		= unionfs_param_specs,
+	.kill_sb		= unionfs_kill_sb,
+};
+MODULE_ALIAS_FS("unionfs");
+
+static int __init unionfs_init(void)
+{
+	int err;
+
+	unionfs_inode_cachep = kmem_cache_create("unionfs_inode_cache",
+					sizeof(struct unionfs_inode_info), 0,
+					SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT,
+					unionfs_inode_once);
+	if (!unionfs_inode_cachep)
+		return -ENOMEM;
+	err = unionfs_debugfs_init();
+	if (err)
+		goto out_cache;
+	err = register_filesystem(&unionfs_fs_type);
+	if (err)
+		goto out_debugfs;
+	pr_info("loaded (max %d branches)\n", UNIONFS_MAX_BRANCHES);
+	return 0;
+out_debugfs:
+	unionfs_debugfs_exit();
+out_cache:
+	kmem_cache_destroy(unionfs_inode_cachep);
+	return err;
+}
+
+static void __exit unionfs_exit(void)
+{
+	unregister_filesystem(&unionfs_fs_type);
+	unionfs_debugfs_exit();
+	rcu_barrier();
+	kmem_cache_destroy(unionfs_inode_cachep);
+	pr_info("unloaded\n");
+}
+
+module_init(unionfs_init);
+module_exit(unionfs_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Namespace-unification filesystem (unionfs)");
+MODULE_AUTHOR("unionfs for modern Linux team");

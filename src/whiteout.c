@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: whiteouts ".wh.NAME" and opaque directories ".wh.__dir_opaque".
+ *
+ * Both are empty regular files, created with the mounter's credentials
+ * (callers override creds) in a writable branch.
+ */
+#include "union.h"
+#include "lower.h"
+
+#include <linux/file.h>
+
+#include "unionfs_trace.h"
+
+int unionfs_whiteout_locked(struct super_block *sb, int bindex,
+			    struct dentry *lparent, const struct qstr *name,
+			    const char *reason)
+{
+	struct dentry *wh;
+	char *whname;
+	int err;
+
+	whname = unionfs_whname(name);
+	if (!whname)
+		return -ENOMEM;
+	wh = lookup_one_len(whname, lparent, name->len + UNIONFS_WHLEN);
+	err = PTR_ERR_OR_ZERO(wh);
+	if (!err) {
+		if (d_really_is_negative(wh)) {
+			err = UNIONFS_FAULT("whiteout");
+			if (!err)
+				err = unionfs_do_create(sb, bindex,
+							d_inode(lparent), wh,
+							S_IFREG | 0);
+		} else if (!d_is_reg(wh)) {
+			err = -EIO;
+		}
+		dput(wh);
+	}
+	trace_unionfs_whiteout_create(sb, whname, bindex, reason, err);
+	kfree(whname);
+	return err;
+}
+
+int unionfs_remove_whiteout_locked(struct super_block *sb, int bindex,
+				   struct dentry *lparent,
+				   const struct qstr *name, const char *reason)
+{
+	struct dentry *wh;
+	char *whname;
+	int err;
+
+	whname = unionfs_whname(name);
+	if (!whname)
+		return -ENOMEM;
+	wh = lookup_one_len(whname, lparent, name->len + UNIONFS_WHLEN);
+	err = PTR_ERR_OR_ZERO(wh);
+	if (!err) {
+		if (d_really_is_positive(wh) && d_is_reg(wh))
+			err = unionfs_do_unlink(sb, bindex, d_inode(lparent),
+						wh);
+		dput(wh);
+	}
+	trace_unionfs_whiteout_remove(sb, whname, bindex, reason, err);
+	kfree(whname);
+	return err;
+}
+
+/* Whiteout @name below the union directory @parent in branch @bindex. */
+int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
+			    int bindex, const char *reason)
+{
+	struct super_block *sb = parent->d_sb;
+	struct dentry *lparent;
+	const struct cred *old;
+	int err;
+
+	err = unionfs_copyup_dir(parent, bindex);
+	if (err)
+		return err;
+	lparent = unionfs_lower_dentry_get(parent, bindex);
+	if (!lparent)
+		return -ESTALE;
+	err = unionfs_want_write(sb, bindex);
+	if (!err) {
+		old = unionfs_override_creds(sb);
+		inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
+		err = unionfs_whiteout_locked(sb, bindex, lparent, name,
+					      reason);
+		inode_unlock(d_inode(lparent));
+		revert_creds(old);
+		unionfs_drop_write(sb, bindex);
+	}
+	dput(lparent);
+	return err;
+}
+
+/* Mark @ldir opaque. Caller has write access and overrides creds. */
+int unionfs_make_opaque(struct super_block *sb, int bindex,
+			struct dentry *ldir, const char *reason)
+{
+	struct dentry *d;
+	int err;
+
+	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
+	d = lookup_one_len(UNIONFS_DIR_OPAQUE, ldir, UNIONFS_DIR_OPAQUE_LEN);
+	err = PTR_ERR_OR_ZERO(d);
+	if (!err) {
+		if (d_really_is_negative(d)) {
+			err = UNIONFS_FAULT("opaque");
+			if (!err)
+				err = unionfs_do_create(sb, bindex,
+							d_inode(ldir), d,
+							S_IFREG | 0);
+		}
+		dput(d);
+	}
+	inode_unlock(d_inode(ldir));
+	trace_unionfs_opaque_mark(sb, ldir->d_name.name, bindex, reason, err);
+	return err;
+}
+
+struct unionfs_whlist {
+	struct dir_context ctx;
+	struct list_head names;
+	int err;
+};
+
+struct unionfs_whname_ent {
+	struct list_head list;
+	int len;
+	char name[];
+};
+
+static bool unionfs_collect_wh(struct dir_context *ctx, const char *name,
+			       int len, loff_t pos, u64 ino, unsigned int type)
+{
+	struct unionfs_whlist *wl = container_of(ctx, struct unionfs_whlist,
+						 ctx);
+	struct unionfs_whname_ent *e;
+
+	if (!unionfs_is_whname(name, len))
+		return true;
+	e = kmalloc(struct_size(e, name, len + 1), GFP_KERNEL);
+	if (!e) {
+		wl->err = -ENOMEM;
+		return false;
+	}
+	e->len = len;
+	memcpy(e->name, name, len);
+	e->name[len] = '\0';
+	list_add_tail(&e->list, &wl->names);
+	return true;
+}
+
+/*
+ * Remove every ".wh.*" entry (whiteouts, the opaque marker, stale
+ * temporaries) from @ldir, which must be logically empty. Caller has write
+ * access and overrides creds.
+ */
+int unionfs_clean_whiteouts(struct super_block *sb, int bindex,
+			    struct dentry *ldir)
+{
+	struct unionfs_whlist wl = {
+		.ctx.actor = unionfs_collect_wh,
+		.names = LIST_HEAD_INIT(wl.names),
+	};
+	struct unionfs_whname_ent *e, *tmp;
+	struct file *f;
+	int err;
+
+	f = unionfs_do_open(sb, bindex, ldir, O_RDONLY | O_DIRECTORY,
+			    current_cred());
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	err = iterate_dir(f, &wl.ctx);
+	fput(f);
+	if (!err)
+		err = wl.err;
+
+	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
+	list_for_each_entry_safe(e, tmp, &wl.names, list) {
+		struct dentry *d;
+
+		if (!err) {
+			d = lookup_one_len(e->name, ldir, e->len);
+			if (IS_ERR(d)) {
+				err = PTR_ERR(d);
+			} else {
+				if (d_is_reg(d))
+					err = unionfs_do_unlink(sb, bindex,
+								d_inode(ldir),
+								d);
+				else if (d_is_dir(d))
+					err = unionfs_do_rmdir(sb, bindex,
+							       d_inode(ldir),
+							       d);
+				if (!err && d_is_reg(d))
+					trace_unionfs_whiteout_remove(sb,
+						e->name, bindex, "clean", 0);
+				dput(d);
+			}
+		}
+		list_del(&e->list);
+		kfree(e);
+	}
+	inode_unlock(d_inode(ldir));
+	return err;
+}

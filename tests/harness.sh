@@ -1,0 +1,42 @@
+# tests/harness.sh: runs test files and prints numbered TAP (used by tests/run in the guest
+# and tests/check on the host). run_suite FILE... ; uses/updates H_NUM H_PASS H_FAIL.
+H_NUM=${H_NUM:-0} H_PASS=${H_PASS:-0} H_FAIL=${H_FAIL:-0}
+H_LOGDIR=${H_LOGDIR:-$(mktemp -d /tmp/unionfs-tap.XXXXXX)}
+
+h_result() {	# h_result "ok"|"not ok" "file: desc" [diag lines]
+	H_NUM=$((H_NUM + 1))
+	if [[ $1 == ok ]]; then H_PASS=$((H_PASS + 1)); else H_FAIL=$((H_FAIL + 1)); fi
+	echo "$1 $H_NUM - $2"
+	[[ -n ${3:-} ]] && printf '%s\n' "$3" | sed 's/^/#   /'
+	return 0
+}
+
+run_suite() {
+	local f name res log rc nres nfail status desc diag line
+	for f in "$@"; do
+		name=$(basename "$f")
+		res=$H_LOGDIR/${name%.sh}.tap log=$H_LOGDIR/${name%.sh}.log
+		: > "$res"
+		UNIONFS_TAP_OUT=$res timeout -k 10 "${UNIONFS_TEST_TIMEOUT:-300}" bash "$f" > "$log" 2>&1
+		rc=$?
+		nres=0 nfail=0 status= desc= diag=
+		while IFS= read -r line; do
+			if [[ $line == "#"$'\t'* ]]; then
+				diag+=${diag:+$'\n'}${line#*$'\t'}
+				continue
+			fi
+			[[ -n $status ]] && h_result "$status" "$name: $desc" "$diag"
+			status=${line%%$'\t'*} desc=${line#*$'\t'} diag=
+			nres=$((nres + 1))
+			[[ $status == "not ok" ]] && nfail=$((nfail + 1))
+		done < "$res"
+		[[ -n $status ]] && h_result "$status" "$name: $desc" "$diag"
+		if [[ $rc != 0 && $nfail == 0 ]]; then
+			local why="exited with status $rc"
+			[[ $rc == 124 || $rc == 137 ]] && why="timed out after ${UNIONFS_TEST_TIMEOUT:-300}s"
+			h_result "not ok" "$name: $why after $nres results" "$(tail -n 10 "$log")"
+		elif [[ $nres == 0 ]]; then
+			h_result "not ok" "$name: reported no results" "$(tail -n 10 "$log")"
+		fi
+	done
+}

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * unionfs tracepoints (TRACE_SYSTEM unionfs).
+ *
+ * Every event carries the union's device (dev, as major:minor) so several
+ * unions can be told apart, and copies names into the ring buffer.
+ * Branch indexes are union priorities (0 = highest); -1 means "none".
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM unionfs
+
+#if !defined(_UNIONFS_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _UNIONFS_TRACE_H
+
+#include <linux/tracepoint.h>
+#include <linux/fs.h>
+#include <linux/dcache.h>
+
+TRACE_EVENT(unionfs_lookup,
+	TP_PROTO(struct super_block *sb, struct dentry *parent,
+		 const struct qstr *name, int first, int last, int probed,
+		 int bstart, int bend, int bopaque, int bwh, int err, u64 ns),
+	TP_ARGS(sb, parent, name, first, last, probed, bstart, bend, bopaque,
+		bwh, err, ns),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(parent, parent->d_name.name)
+		__string(name, name->name)
+		__field(int, first)
+		__field(int, last)
+		__field(int, probed)
+		__field(int, bstart)
+		__field(int, bend)
+		__field(int, bopaque)
+		__field(int, bwh)
+		__field(int, err)
+		__field(u64, ns)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(parent, parent->d_name.name);
+		__assign_str(name, name->name);
+		__entry->first = first;
+		__entry->last = last;
+		__entry->probed = probed;
+		__entry->bstart = bstart;
+		__entry->bend = bend;
+		__entry->bopaque = bopaque;
+		__entry->bwh = bwh;
+		__entry->err = err;
+		__entry->ns = ns;
+	),
+	TP_printk("dev %d:%d %s/%s branches %d..%d probed %d -> %s bstart %d bend %d opaque %d whiteout %d err %d ns %llu",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(parent),
+		  __get_str(name), __entry->first, __entry->last,
+		  __entry->probed,
+		  __entry->err ? "error" :
+		  (__entry->bstart >= 0 ? "positive" : "negative"),
+		  __entry->bstart, __entry->bend, __entry->bopaque,
+		  __entry->bwh, __entry->err, __entry->ns)
+);
+
+DECLARE_EVENT_CLASS(unionfs_copyup_class,
+	TP_PROTO(struct super_block *sb, const char *name, unsigned long ino,
+		 int from, int to, loff_t size, loff_t copied,
+		 const char *reason, int err, u64 ns),
+	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(name, name)
+		__field(unsigned long, ino)
+		__field(int, from)
+		__field(int, to)
+		__field(loff_t, size)
+		__field(loff_t, copied)
+		__string(reason, reason)
+		__field(int, err)
+		__field(u64, ns)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(name, name);
+		__entry->ino = ino;
+		__entry->from = from;
+		__entry->to = to;
+		__entry->size = size;
+		__entry->copied = copied;
+		__assign_str(reason, reason);
+		__entry->err = err;
+		__entry->ns = ns;
+	),
+	TP_printk("dev %d:%d name %s ino %lu branch %d -> %d size %lld copied %lld reason %s err %d ns %llu",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
+		  __entry->ino, __entry->from, __entry->to, __entry->size,
+		  __entry->copied, __get_str(reason), __entry->err,
+		  __entry->ns)
+);
+
+DEFINE_EVENT(unionfs_copyup_class, unionfs_copyup_start,
+	TP_PROTO(struct super_block *sb, const char *name, unsigned long ino,
+		 int from, int to, loff_t size, loff_t copied,
+		 const char *reason, int err, u64 ns),
+	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns));
+
+DEFINE_EVENT(unionfs_copyup_class, unionfs_copyup_end,
+	TP_PROTO(struct super_block *sb, const char *name, unsigned long ino,
+		 int from, int to, loff_t size, loff_t copied,
+		 const char *reason, int err, u64 ns),
+	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns));
+
+DECLARE_EVENT_CLASS(unionfs_marker_class,
+	TP_PROTO(struct super_block *sb, const char *name, int bindex,
+		 const char *reason, int err),
+	TP_ARGS(sb, name, bindex, reason, err),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(name, name)
+		__field(int, bindex)
+		__string(reason, reason)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(name, name);
+		__entry->bindex = bindex;
+		__assign_str(reason, reason);
+		__entry->err = err;
+	),
+	TP_printk("dev %d:%d name %s branch %d reason %s err %d",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
+		  __entry->bindex, __get_str(reason), __entry->err)
+);
+
+DEFINE_EVENT(unionfs_marker_class, unionfs_whiteout_create,
+	TP_PROTO(struct super_block *sb, const char *name, int bindex,
+		 const char *reason, int err),
+	TP_ARGS(sb, name, bindex, reason, err));
+
+DEFINE_EVENT(unionfs_marker_class, unionfs_whiteout_remove,
+	TP_PROTO(struct super_block *sb, const char *name, int bindex,
+		 const char *reason, int err),
+	TP_ARGS(sb, name, bindex, reason, err));
+
+DEFINE_EVENT(unionfs_marker_class, unionfs_opaque_mark,
+	TP_PROTO(struct super_block *sb, const char *name, int bindex,
+		 const char *reason, int err),
+	TP_ARGS(sb, name, bindex, reason, err));
+
+/* Every call into a branch filesystem (lower.c). */
+DECLARE_EVENT_CLASS(unionfs_branch_op_class,
+	TP_PROTO(struct super_block *sb, const char *op, int bindex,
+		 const char *name, int err),
+	TP_ARGS(sb, op, bindex, name, err),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(op, op)
+		__field(int, bindex)
+		__string(name, name)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(op, op);
+		__entry->bindex = bindex;
+		__assign_str(name, name);
+		__entry->err = err;
+	),
+	TP_printk("dev %d:%d %s branch %d name %s err %d",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(op),
+		  __entry->bindex, __get_str(name), __entry->err)
+);
+
+DEFINE_EVENT(unionfs_branch_op_class, unionfs_branch_op,
+	TP_PROTO(struct super_block *sb, const char *op, int bindex,
+		 const char *name, int err),
+	TP_ARGS(sb, op, bindex, name, err));
+
+TRACE_EVENT(unionfs_revalidate,
+	TP_PROTO(struct super_block *sb, const char *name, int dgen,
+		 int sbgen, const char *result, const char *why),
+	TP_ARGS(sb, name, dgen, sbgen, result, why),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(name, name)
+		__field(int, dgen)
+		__field(int, sbgen)
+		__string(result, result)
+		__string(why, why)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(name, name);
+		__entry->dgen = dgen;
+		__entry->sbgen = sbgen;
+		__assign_str(result, result);
+		__assign_str(why, why);
+	),
+	TP_printk("dev %d:%d name %s gen %d sbgen %d result %s why %s",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
+		  __entry->dgen, __entry->sbgen, __get_str(result),
+		  __get_str(why))
+);
+
+TRACE_EVENT(unionfs_gen_bump,
+	TP_PROTO(struct super_block *sb, int old_gen, int new_gen,
+		 const char *cause),
+	TP_ARGS(sb, old_gen, new_gen, cause),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__field(int, old_gen)
+		__field(int, new_gen)
+		__string(cause, cause)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__entry->old_gen = old_gen;
+		__entry->new_gen = new_gen;
+		__assign_str(cause, cause);
+	),
+	TP_printk("dev %d:%d generation %d -> %d cause %s",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __entry->old_gen,
+		  __entry->new_gen, __get_str(cause))
+);
+
+TRACE_EVENT(unionfs_readdir,
+	TP_PROTO(struct super_block *sb, const char *name, int bstart,
+		 int bend, int branches, unsigned long emitted,
+		 unsigned long dups, unsigned long whiteouts, bool cached,
+		 int err),
+	TP_ARGS(sb, name, bstart, bend, branches, emitted, dups, whiteouts,
+		cached, err),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(name, name)
+		__field(int, bstart)
+		__field(int, bend)
+		__field(int, branches)
+		__field(unsigned long, emitted)
+		__field(unsigned long, dups)
+		__field(unsigned long, whiteouts)
+		__field(bool, cached)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(name, name);
+		__entry->bstart = bstart;
+		__entry->bend = bend;
+		__entry->branches = branches;
+		__entry->emitted = emitted;
+		__entry->dups = dups;
+		__entry->whiteouts = whiteouts;
+		__entry->cached = cached;
+		__entry->err = err;
+	),
+	TP_printk("dev %d:%d dir %s branches %d..%d read %d entries %lu duplicates %lu whiteouts %lu cached %d err %d",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
+		  __entry->bstart, __entry->bend, __entry->branches,
+		  __entry->emitted, __entry->dups, __entry->whiteouts,
+		  __entry->cached, __entry->err)
+);
+
+#endif /* _UNIONFS_TRACE_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE unionfs_trace
+#include <trace/define_trace.h>
