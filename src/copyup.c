@@ -61,6 +61,11 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 			} else if (data > pos) {
 				pos = min(data, size);
 				continue;
+			} else {
+				loff_t hole = vfs_llseek(in, pos, SEEK_HOLE);
+
+				if (hole > pos)
+					chunk = min(chunk, hole - pos);
 			}
 		}
 		err = UNIONFS_FAULT("copyup_data");
@@ -176,6 +181,22 @@ static int unionfs_copy_attrs(struct super_block *sb, int t,
 	return err;
 }
 
+/* A copy-up is not a change of its parent: keep the parent's times. */
+static void unionfs_restore_times(struct super_block *sb, int t,
+				  struct dentry *dir, struct kstat *st)
+{
+	struct iattr attr = {
+		.ia_valid = ATTR_ATIME | ATTR_MTIME | ATTR_ATIME_SET |
+			    ATTR_MTIME_SET,
+		.ia_atime = st->atime,
+		.ia_mtime = st->mtime,
+	};
+
+	inode_lock(d_inode(dir));
+	unionfs_do_setattr(sb, t, dir, &attr);
+	inode_unlock(d_inode(dir));
+}
+
 static int unionfs_set_size(struct super_block *sb, int t, struct dentry *dst,
 			    loff_t size)
 {
@@ -220,8 +241,14 @@ static struct dentry *unionfs_copyup_one(struct super_block *sb,
 	struct kstat st;
 	int err;
 
+	struct path ppath = { .mnt = unionfs_lower_mnt(sb, t), .dentry = lparent };
+	struct kstat pst;
+
 	err = vfs_getattr(&spath, &st, STATX_BASIC_STATS,
 			  AT_STATX_SYNC_AS_STAT);
+	if (!err)	/* the parent's times are restored afterwards */
+		err = vfs_getattr(&ppath, &pst, STATX_BASIC_STATS,
+				  AT_STATX_SYNC_AS_STAT);
 	if (err)
 		return ERR_PTR(err);
 	snprintf(tmpname, sizeof(tmpname), UNIONFS_TMPPFX "%llu",
@@ -316,12 +343,10 @@ out_unlock:
 	inode_unlock(d_inode(lparent));
 	if (err)
 		goto out_cleanup;
-	dput(tmp);
-	if (d_really_is_negative(target)) {
-		dput(target);
-		return ERR_PTR(-EIO);
-	}
-	return target;
+	/* the branch fs moved the tmp dentry to the name; @target is stale */
+	dput(target);
+	unionfs_restore_times(sb, t, lparent, &pst);
+	return tmp;
 
 out_cleanup:
 	dput(target);

@@ -29,6 +29,14 @@ out=$(BOOT_TIMEOUT=25 $boot -- sleep 1000 2>&1); rc=$?
 is "hung guest: killed by BOOT_TIMEOUT, exit 124" "$rc" 124
 if grep -q "BOOT_TIMEOUT" <<< "$out"; then ok "hung guest: clear message"; else not_ok "hung guest: clear message" "$(tail -n 3 <<< "$out")"; fi
 
+# boot killed from outside (outer timeout, Ctrl-C of make) must take its QEMU down with it
+before=$(pgrep -f "path=$PWD,mount_tag=project" | sort)
+timeout 15 $boot -- sleep 1000 >/dev/null 2>&1
+sleep 3
+after=$(pgrep -f "path=$PWD,mount_tag=project" | sort)
+left=$(comm -13 <(echo "$before") <(echo "$after"))
+is "boot killed by a signal leaves no QEMU behind" "$left" ""
+
 if lsmod 2>/dev/null | grep -qw unionfs || grep -qw unionfs /proc/modules; then
 	not_ok "unionfs is not loaded on the host" "$(grep -w unionfs /proc/modules)"
 else
