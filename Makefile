@@ -7,6 +7,8 @@
 #   make kernel     guest kernel + modules into build/kernel (apt-get download, never installed)
 #   make initramfs  build/initramfs.cpio.gz (busybox + virtio/9p modules)
 #   make vmlinux    debug vmlinux from linux-image-$(KVER)-dbg into build/ (+ build/vmlinux link)
+#   make gdb-helpers the kernel's lx-* gdb helpers generated from linux-source-6.1 into build/lx/
+#   make crash      crash >= 8.0.4 (trixie's, unpacked with its libs) into build/crash/
 #   make lint       checkpatch --strict + sparse (C=1) + W=1; fails on any warning
 #   make clean
 #
@@ -40,17 +42,22 @@ SRCTAR     := /usr/src/linux-source-6.1.tar.xz
 # Host packages. Everything the guest runs comes from this machine's / over 9p.
 PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace trace-cmd \
 	kexec-tools makedumpfile dwarves e2fsprogs attr python3 sparse linux-source-6.1 \
-	kmod util-linux xz-utils gzip perl make gcc bc
+	kmod util-linux xz-utils gzip perl make gcc bc flex bison
 
 # Modules the initramfs loads, in order (pvpanic first so early panics reach QEMU).
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: all modules deps kernel initramfs run check lint clean vmlinux
+.PHONY: all modules deps kernel initramfs run check lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
-modules: $(KDIR)/Makefile
+modules: $(KDIR)/Makefile $(BUILD)/unionctl
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/src modules
+
+# unionctl(8): the branch-management tool (runs in the guest from build/)
+$(BUILD)/unionctl: src/unionctl/unionctl.c src/uapi/unionfs.h
+	@mkdir -p $(BUILD)
+	gcc -O2 -Wall -Wextra -Werror -o $@ src/unionctl/unionctl.c
 
 $(KDIR)/Makefile:
 	@$(MAKE) --no-print-directory deps
@@ -118,6 +125,50 @@ $(BUILD)/vmlinux-$(KVER):
 		tar -x -O ./usr/lib/debug/boot/vmlinux-$(KVER) > $@.tmp
 	@mv $@.tmp $@
 	@rm -f $(BUILD)/dl/linux-image-$(KVER)-dbg_*.deb
+
+# lx-* helpers: configure the apt kernel source with the image's config + GDB_SCRIPTS and run
+# `make scripts_gdb` (~1 min); keep only vmlinux-gdb.py and scripts/gdb (no source tree left).
+LXDIR := $(BUILD)/lx
+gdb-helpers: $(LXDIR)/vmlinux-gdb.py
+$(LXDIR)/vmlinux-gdb.py: | $(KSTAMP)
+	@echo "gdb-helpers: generating lx-* helpers from $(SRCTAR)"
+	@rm -rf $(LXDIR) $(LXDIR).src && mkdir -p $(LXDIR).src
+	tar -xJf $(SRCTAR) -C $(LXDIR).src --strip-components=1
+	cp $(BUILD)/kernel/boot/config-$(KVER) $(LXDIR).src/.config
+	cd $(LXDIR).src && ./scripts/config -e GDB_SCRIPTS && \
+		$(MAKE) -s olddefconfig >/dev/null && $(MAKE) -s scripts_gdb >/dev/null
+	mkdir -p $(LXDIR)/scripts
+	cp -rL $(LXDIR).src/scripts/gdb $(LXDIR)/scripts/gdb
+	cp -L $(LXDIR).src/vmlinux-gdb.py $(LXDIR)/vmlinux-gdb.py
+	@rm -rf $(LXDIR).src
+
+# crash >= 8.0.4 without touching the host's packages: apt with a private sources list and
+# state dir (suite trixie), dpkg-deb -x of crash + the libraries it needs, run through
+# that libc's ld.so (qemu-debug/crash does this).
+CRASHDIR  := $(BUILD)/crash
+CRASHPKGS := crash libc6 libstdc++6 libgcc-s1 libzstd1 liblzo2-2 libsnappy1v5 libncursesw6 \
+	libtinfo6 zlib1g liblzma5
+crash: $(CRASHDIR)/.stamp
+$(CRASHDIR)/.stamp:
+	@echo "crash: fetching trixie's crash + libs into $(CRASHDIR)"
+	@rm -rf $(CRASHDIR) && mkdir -p $(CRASHDIR)/apt/lists/partial $(CRASHDIR)/apt/archives/partial \
+		$(CRASHDIR)/debs $(CRASHDIR)/root
+	@uri=$$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1); \
+	[ -n "$$uri" ] || uri=$$(awk '$$1 == "deb" { print $$2; exit }' /etc/apt/sources.list); \
+	echo "deb $$uri trixie main" > $(CRASHDIR)/apt/sources.list
+	@opts="-o Dir::Etc::SourceList=$(CRASHDIR)/apt/sources.list -o Dir::Etc::SourceParts=/dev/null \
+		-o Dir::State::Lists=$(CRASHDIR)/apt/lists -o Dir::Cache=$(CRASHDIR)/apt \
+		-o Dir::State::status=/dev/null -o APT::Architecture=amd64 -o Debug::NoLocking=1"; \
+	apt-get $$opts update -qq && \
+	cd $(CRASHDIR)/debs && apt-get $$opts download -qq $(CRASHPKGS) 2>&1 | grep -v unsandboxed; true
+	@for d in $(CRASHDIR)/debs/*.deb; do dpkg-deb -x $$d $(CRASHDIR)/root; done
+	@rm -rf $(CRASHDIR)/apt $(CRASHDIR)/debs
+	@$(CRASHDIR)/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 \
+		--library-path $(CRASHDIR)/root/usr/lib/x86_64-linux-gnu:$(CRASHDIR)/root/lib/x86_64-linux-gnu \
+		$(CRASHDIR)/root/usr/bin/crash --version | grep -m1 "^crash"
+	@touch $@
+
+debug-tools: vmlinux gdb-helpers crash
 
 $(LINTDIR)/checkpatch.pl:
 	@mkdir -p $(LINTDIR)

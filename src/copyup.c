@@ -27,12 +27,12 @@
 
 #define UNIONFS_CHUNK	(1 << 20)
 
-int unionfs_nearest_writable(struct super_block *sb, int bindex)
+int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex)
 {
 	int t;
 
-	for (t = min(bindex, UNIONFS_SB(sb)->nbranches - 1); t >= 0; t--)
-		if (unionfs_branch_writable(sb, t))
+	for (t = min(bindex, bt->nbr - 1); t >= 0; t--)
+		if (unionfs_branch_writable(bt, t))
 			return t;
 	return -EROFS;
 }
@@ -96,7 +96,7 @@ static bool unionfs_must_copy_xattr(const char *name)
 			XATTR_SECURITY_PREFIX_LEN);
 }
 
-static int unionfs_copy_xattrs(struct super_block *sb, int t,
+static int unionfs_copy_xattrs(struct unionfs_btable *bt, int t,
 			       struct dentry *src, struct dentry *dst)
 {
 	ssize_t list_size, size;
@@ -139,7 +139,7 @@ static int unionfs_copy_xattrs(struct super_block *sb, int t,
 			err = size;
 			break;
 		}
-		err = unionfs_do_setxattr(sb, t, dst, name, value, size, 0);
+		err = unionfs_do_setxattr(bt, t, dst, name, value, size, 0);
 		if (err == -EOPNOTSUPP && !unionfs_must_copy_xattr(name))
 			err = 0;	/* the target fs has no such namespace */
 		if (err)
@@ -151,7 +151,7 @@ out:
 	return err;
 }
 
-static int unionfs_copy_attrs(struct super_block *sb, int t,
+static int unionfs_copy_attrs(struct unionfs_btable *bt, int t,
 			      struct dentry *dst, struct kstat *st)
 {
 	struct iattr attr;
@@ -164,25 +164,25 @@ static int unionfs_copy_attrs(struct super_block *sb, int t,
 	attr.ia_valid = ATTR_UID | ATTR_GID;
 	attr.ia_vfsuid = VFSUIDT_INIT(st->uid);
 	attr.ia_vfsgid = VFSGIDT_INIT(st->gid);
-	err = unionfs_do_setattr(sb, t, dst, &attr);
+	err = unionfs_do_setattr(bt, t, dst, &attr);
 	if (!err && !S_ISLNK(st->mode)) {
 		attr.ia_valid = ATTR_MODE;
 		attr.ia_mode = st->mode;
-		err = unionfs_do_setattr(sb, t, dst, &attr);
+		err = unionfs_do_setattr(bt, t, dst, &attr);
 	}
 	if (!err) {
 		attr.ia_valid = ATTR_ATIME | ATTR_MTIME | ATTR_ATIME_SET |
 				ATTR_MTIME_SET;
 		attr.ia_atime = st->atime;
 		attr.ia_mtime = st->mtime;
-		err = unionfs_do_setattr(sb, t, dst, &attr);
+		err = unionfs_do_setattr(bt, t, dst, &attr);
 	}
 	inode_unlock(d_inode(dst));
 	return err;
 }
 
 /* A copy-up is not a change of its parent: keep the parent's times. */
-static void unionfs_restore_times(struct super_block *sb, int t,
+static void unionfs_restore_times(struct unionfs_btable *bt, int t,
 				  struct dentry *dir, struct kstat *st)
 {
 	struct iattr attr = {
@@ -193,32 +193,32 @@ static void unionfs_restore_times(struct super_block *sb, int t,
 	};
 
 	inode_lock(d_inode(dir));
-	unionfs_do_setattr(sb, t, dir, &attr);
+	unionfs_do_setattr(bt, t, dir, &attr);
 	inode_unlock(d_inode(dir));
 }
 
-static int unionfs_set_size(struct super_block *sb, int t, struct dentry *dst,
+static int unionfs_set_size(struct unionfs_btable *bt, int t, struct dentry *dst,
 			    loff_t size)
 {
 	struct iattr attr = { .ia_valid = ATTR_SIZE, .ia_size = size };
 	int err;
 
 	inode_lock(d_inode(dst));
-	err = unionfs_do_setattr(sb, t, dst, &attr);
+	err = unionfs_do_setattr(bt, t, dst, &attr);
 	inode_unlock(d_inode(dst));
 	return err;
 }
 
-static void unionfs_remove_tmp(struct super_block *sb, int t,
+static void unionfs_remove_tmp(struct unionfs_btable *bt, int t,
 			       struct dentry *lparent, struct dentry *tmp)
 {
 	inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
 	if (tmp->d_parent == lparent && !d_unhashed(tmp) &&
 	    d_really_is_positive(tmp)) {
 		if (d_is_dir(tmp))
-			unionfs_do_rmdir(sb, t, d_inode(lparent), tmp);
+			unionfs_do_rmdir(bt, t, d_inode(lparent), tmp);
 		else
-			unionfs_do_unlink(sb, t, d_inode(lparent), tmp);
+			unionfs_do_unlink(bt, t, d_inode(lparent), tmp);
 	}
 	inode_unlock(d_inode(lparent));
 }
@@ -228,20 +228,20 @@ static void unionfs_remove_tmp(struct super_block *sb, int t,
  * the data copied (truncate). Runs with the mounter's credentials and
  * write access to branch @t. Returns the new lower dentry.
  */
-static struct dentry *unionfs_copyup_one(struct super_block *sb,
+static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 					 struct dentry *src, int b,
 					 struct dentry *lparent, int t,
 					 const struct qstr *name, loff_t len,
 					 loff_t *copied)
 {
-	struct path spath = { .mnt = unionfs_lower_mnt(sb, b), .dentry = src };
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	struct path spath = { .mnt = unionfs_mnt(bt, b), .dentry = src };
+	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
 	char tmpname[sizeof(UNIONFS_TMPPFX) + 24];
 	struct dentry *tmp, *target = NULL;
 	struct kstat st;
 	int err;
 
-	struct path ppath = { .mnt = unionfs_lower_mnt(sb, t), .dentry = lparent };
+	struct path ppath = { .mnt = unionfs_mnt(bt, t), .dentry = lparent };
 	struct kstat pst;
 
 	err = vfs_getattr(&spath, &st, STATX_BASIC_STATS,
@@ -254,7 +254,7 @@ static struct dentry *unionfs_copyup_one(struct super_block *sb,
 	snprintf(tmpname, sizeof(tmpname), UNIONFS_TMPPFX "%llu",
 		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
 
-	tmp = unionfs_lock_lookup(sb, t, lparent, tmpname, strlen(tmpname));
+	tmp = unionfs_lock_lookup(bt, t, lparent, tmpname, strlen(tmpname));
 	if (IS_ERR(tmp))
 		return tmp;
 	err = UNIONFS_FAULT("copyup_create");
@@ -266,11 +266,11 @@ static struct dentry *unionfs_copyup_one(struct super_block *sb,
 	}
 	switch (st.mode & S_IFMT) {
 	case S_IFREG:
-		err = unionfs_do_create(sb, t, d_inode(lparent), tmp,
+		err = unionfs_do_create(bt, t, d_inode(lparent), tmp,
 					S_IFREG | 0600);
 		break;
 	case S_IFDIR:
-		err = unionfs_do_mkdir(sb, t, d_inode(lparent), tmp,
+		err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp,
 				       S_IFDIR | 0700);
 		break;
 	case S_IFLNK: {
@@ -279,13 +279,13 @@ static struct dentry *unionfs_copyup_one(struct super_block *sb,
 
 		err = PTR_ERR_OR_ZERO(link);
 		if (!err)
-			err = unionfs_do_symlink(sb, t, d_inode(lparent), tmp,
+			err = unionfs_do_symlink(bt, t, d_inode(lparent), tmp,
 						 link);
 		do_delayed_call(&done);
 		break;
 	}
 	default:
-		err = unionfs_do_mknod(sb, t, d_inode(lparent), tmp, st.mode,
+		err = unionfs_do_mknod(bt, t, d_inode(lparent), tmp, st.mode,
 				       st.rdev);
 		break;
 	}
@@ -300,12 +300,12 @@ out_unlock:
 		loff_t size = (len >= 0 && len < st.size) ? len : st.size;
 		struct file *in, *out;
 
-		in = unionfs_do_open(sb, b, src, O_RDONLY, current_cred());
+		in = unionfs_do_open(bt, b, src, O_RDONLY, current_cred());
 		if (IS_ERR(in)) {
 			err = PTR_ERR(in);
 			goto out_cleanup;
 		}
-		out = unionfs_do_open(sb, t, tmp, O_WRONLY, current_cred());
+		out = unionfs_do_open(bt, t, tmp, O_WRONLY, current_cred());
 		if (IS_ERR(out)) {
 			fput(in);
 			err = PTR_ERR(out);
@@ -315,18 +315,18 @@ out_unlock:
 		fput(in);
 		fput(out);
 		if (!err && i_size_read(d_inode(tmp)) != size)
-			err = unionfs_set_size(sb, t, tmp, size);
+			err = unionfs_set_size(bt, t, tmp, size);
 		if (err)
 			goto out_cleanup;
 	}
-	err = unionfs_copy_xattrs(sb, t, src, tmp);
+	err = unionfs_copy_xattrs(bt, t, src, tmp);
 	if (!err)
-		err = unionfs_copy_attrs(sb, t, tmp, &st);
+		err = unionfs_copy_attrs(bt, t, tmp, &st);
 	if (err)
 		goto out_cleanup;
 
 	/* publish: rename the complete copy into place */
-	target = unionfs_lock_lookup(sb, t, lparent, name->name, name->len);
+	target = unionfs_lock_lookup(bt, t, lparent, name->name, name->len);
 	if (IS_ERR(target)) {
 		err = PTR_ERR(target);
 		target = NULL;
@@ -338,19 +338,19 @@ out_unlock:
 	if (!err && (tmp->d_parent != lparent || d_unhashed(tmp)))
 		err = -ESTALE;
 	if (!err)
-		err = unionfs_do_rename(sb, t, d_inode(lparent), tmp,
+		err = unionfs_do_rename(bt, t, d_inode(lparent), tmp,
 					d_inode(lparent), target, 0);
 	inode_unlock(d_inode(lparent));
 	if (err)
 		goto out_cleanup;
 	/* the branch fs moved the tmp dentry to the name; @target is stale */
 	dput(target);
-	unionfs_restore_times(sb, t, lparent, &pst);
+	unionfs_restore_times(bt, t, lparent, &pst);
 	return tmp;
 
 out_cleanup:
 	dput(target);
-	unionfs_remove_tmp(sb, t, lparent, tmp);
+	unionfs_remove_tmp(bt, t, lparent, tmp);
 	dput(tmp);
 	return ERR_PTR(err);
 }
@@ -373,6 +373,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	struct unionfs_btable *bt = ud->bt;
 	struct inode *inode = d_inode(dentry);
 	struct dentry *src, *lparent, *newld;
 	const struct cred *old;
@@ -380,6 +381,8 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	u64 t0;
 	int b, err;
 
+	if (unionfs_dbt(parent) != bt)
+		return -ESTALE;	/* built against another branch table */
 	src = unionfs_lower_top_get(dentry, &b);
 	if (!src)
 		return -ESTALE;
@@ -396,13 +399,13 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	t0 = ktime_get_ns();
 	trace_unionfs_copyup_start(sb, dentry->d_name.name, inode->i_ino, b,
 				   t, size, 0, reason, 0, 0);
-	err = unionfs_want_write(sb, t);
+	err = unionfs_want_write(bt, t);
 	if (!err) {
 		old = unionfs_override_creds(sb);
-		newld = unionfs_copyup_one(sb, src, b, lparent, t,
+		newld = unionfs_copyup_one(bt, src, b, lparent, t,
 					   &dentry->d_name, len, &copied);
 		revert_creds(old);
-		unionfs_drop_write(sb, t);
+		unionfs_drop_write(bt, t);
 		err = PTR_ERR_OR_ZERO(newld);
 	}
 	if (!err) {
@@ -410,8 +413,11 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		ud->lower[t] = newld;
 		ud->bstart = t;
 		spin_unlock(&ud->lock);
-		unionfs_inode_set_lower(inode, t, d_inode(newld));
+		err = unionfs_inode_set_vec(inode, ud);
 		unionfs_rekey_inode(inode, d_inode(newld));
+		/* our own change of the parent's lower directory */
+		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
+			   unionfs_dir_snap(d_inode(parent)));
 		unionfs_copy_attr(inode, d_inode(newld));
 	}
 	trace_unionfs_copyup_end(sb, dentry->d_name.name, inode->i_ino, b, t,
@@ -496,15 +502,15 @@ int unionfs_copyup_parents(struct dentry *dentry, int t)
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len)
 {
-	struct super_block *sb = dentry->d_sb;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	int bstart, bend, t;
 
 	unionfs_get_range(dentry, &bstart, &bend);
 	if (bstart < 0)
 		return -ESTALE;
-	if (unionfs_branch_writable(sb, bstart))
+	if (unionfs_branch_writable(bt, bstart))
 		return 0;
-	t = unionfs_nearest_writable(sb, bstart);
+	t = unionfs_nearest_writable(bt, bstart);
 	if (t < 0)
 		return t;
 	return unionfs_copyup_dentry(dentry, t, reason, len);

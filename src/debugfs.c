@@ -323,9 +323,67 @@ static const struct file_operations unionfs_crash_fops = {
 	.write		= unionfs_crash_write,
 };
 
+/* --- per-mount view: /sys/kernel/debug/unionfs/mounts/MAJ:MIN/ ------------ */
+
+static struct dentry *unionfs_debugfs_mounts;
+
+static int unionfs_branches_show(struct seq_file *m, void *v)
+{
+	struct super_block *sb = m->private;
+	struct unionfs_btable *bt = unionfs_bt_get(sb);
+	int i;
+
+	seq_printf(m, "generation %d\n", unionfs_sb_gen(sb));
+	seq_puts(m, "# index id mode open_files path\n");
+	for (i = 0; i < bt->nbr; i++) {
+		struct unionfs_branch *br = bt->br[i];
+
+		seq_printf(m, "%d %d %s %d %s\n", i, br->id,
+			   READ_ONCE(br->mode) == UNIONFS_BR_RW ? "rw" : "ro",
+			   atomic_read(&br->open_files), br->name);
+	}
+	unionfs_bt_put(bt);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(unionfs_branches);
+
+static int unionfs_hazards_show(struct seq_file *m, void *v)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB((struct super_block *)m->private);
+	int i;
+
+	for (i = 0; i < UNIONFS_HZ_MAX; i++)
+		seq_printf(m, "%s %ld\n", unionfs_hazard_name(i),
+			   atomic_long_read(&sbi->hazards[i]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(unionfs_hazards);
+
+void unionfs_debugfs_mount(struct super_block *sb)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%u:%u", MAJOR(sb->s_dev),
+		 MINOR(sb->s_dev));
+	UNIONFS_SB(sb)->debugfs_dir = debugfs_create_dir(name,
+						unionfs_debugfs_mounts);
+	debugfs_create_file("branches", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
+			    &unionfs_branches_fops);
+	debugfs_create_file("hazards", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
+			    &unionfs_hazards_fops);
+}
+
+void unionfs_debugfs_umount(struct super_block *sb)
+{
+	debugfs_remove(UNIONFS_SB(sb)->debugfs_dir);
+	UNIONFS_SB(sb)->debugfs_dir = NULL;
+}
+
 int unionfs_debugfs_init(void)
 {
 	unionfs_debugfs_root = debugfs_create_dir("unionfs", NULL);
+	unionfs_debugfs_mounts = debugfs_create_dir("mounts",
+						    unionfs_debugfs_root);
 	debugfs_create_file("inject", 0600, unionfs_debugfs_root, NULL,
 			    &unionfs_inject_fops);
 	debugfs_create_file("crash_at", 0600, unionfs_debugfs_root, NULL,

@@ -58,19 +58,48 @@ void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
 	spin_unlock(&ud->lock);
 }
 
+static const char *const unionfs_hazard_names[UNIONFS_HZ_MAX] = {
+	[UNIONFS_HZ_VANISHED]		= "vanished",
+	[UNIONFS_HZ_REPLACED]		= "replaced",
+	[UNIONFS_HZ_DIR_CHANGED]	= "dir_changed",
+};
+
+const char *unionfs_hazard_name(int kind)
+{
+	return unionfs_hazard_names[kind];
+}
+
+/* Count, trace and (once per mount) report a direct branch modification. */
+void unionfs_hazard(struct super_block *sb, int kind, int bindex,
+		    const char *name, const char *what)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+
+	atomic_long_inc(&sbi->hazards[kind]);
+	trace_unionfs_hazard(sb, unionfs_hazard_names[kind], bindex, name,
+			     what);
+	if (!test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
+		pr_notice("%u:%u: a branch was modified directly (%s: '%s' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
+			  unionfs_hazard_names[kind], name, bindex, what,
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
+}
+
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	struct unionfs_dentry_info *ud = READ_ONCE(dentry->d_fsdata);
 	struct super_block *sb = dentry->d_sb;
 	int sbgen = unionfs_sb_gen(sb);
-	struct dentry *ld;
+	struct dentry *ld, *parent;
+	struct inode *pinode, *inode;
 	int b, ret;
+	u64 snap;
 
 	if (!ud)
 		return 0;
 	if (IS_ROOT(dentry))
 		return 1;
-	if (READ_ONCE(ud->generation) != sbgen) {
+	if (READ_ONCE(ud->bt->gen) != sbgen) {
 		if (flags & LOOKUP_RCU)
 			return -ECHILD;
 		trace_unionfs_revalidate(sb, dentry->d_name.name,
@@ -87,6 +116,29 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 					 "negative-with-branches");
 		return 0;
 	}
+	/*
+	 * Did an entry appear, vanish or get whited out in one of the
+	 * parent's lower directories since this name was looked up?
+	 */
+	parent = READ_ONCE(dentry->d_parent);
+	pinode = d_inode_rcu(parent);
+	if (!pinode)
+		return (flags & LOOKUP_RCU) ? -ECHILD : 0;
+	snap = unionfs_dir_snap(pinode);
+	if (snap != READ_ONCE(ud->psnap) && !d_mountpoint(dentry)) {
+		bool own = snap == READ_ONCE(UNIONFS_I(pinode)->snap);
+
+		if (flags & LOOKUP_RCU)
+			return -ECHILD;
+		if (!own)
+			unionfs_hazard(sb, UNIONFS_HZ_DIR_CHANGED, -1,
+				       dentry->d_name.name,
+				       "parent directory changed in a branch");
+		trace_unionfs_revalidate(sb, dentry->d_name.name,
+					 ud->generation, sbgen, "dropped",
+					 own ? "own-change" : "dir-changed");
+		return 0;
+	}
 	if (d_really_is_negative(dentry))
 		return 1;
 
@@ -96,7 +148,9 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		if (b < 0 || b >= ud->nbr)
 			return -ECHILD;
 		ld = READ_ONCE(ud->lower[b]);
-		if (!ld || d_unhashed(ld) || d_is_negative(ld))
+		inode = d_inode_rcu(dentry);
+		if (!ld || d_unhashed(ld) || d_is_negative(ld) || !inode ||
+		    d_inode_rcu(ld) != READ_ONCE(UNIONFS_I(inode)->key))
 			return -ECHILD;
 		if (ld->d_flags & DCACHE_OP_REVALIDATE)
 			return -ECHILD;
@@ -113,11 +167,44 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 			d_invalidate(ld);
 	}
 	if (ret > 0 && (d_unhashed(ld) || d_really_is_negative(ld))) {
+		unionfs_hazard(sb, UNIONFS_HZ_VANISHED, b, dentry->d_name.name,
+			       "removed or renamed in the branch");
 		trace_unionfs_revalidate(sb, dentry->d_name.name,
 					 ud->generation, sbgen, "stale",
 					 "lower-gone");
 		ret = 0;
+	} else if (ret > 0 && d_inode(ld) != UNIONFS_I(d_inode(dentry))->key) {
+		unionfs_hazard(sb, UNIONFS_HZ_REPLACED, b, dentry->d_name.name,
+			       "the branch entry is another object now");
+		trace_unionfs_revalidate(sb, dentry->d_name.name,
+					 ud->generation, sbgen, "stale",
+					 "lower-replaced");
+		ret = 0;
 	}
+	dput(ld);
+	return ret;
+}
+
+/*
+ * Weak revalidation (the end of a path walk on a name we did not look up,
+ * e.g. fstat(fd) via AT_EMPTY_PATH, "." or a jump): the object is in use,
+ * so only fail when its branch entry is gone. Stale generations are fine:
+ * open files keep the branch table they were opened with.
+ */
+static int unionfs_d_weak_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct dentry *ld;
+	int b, ret = 1;
+
+	if (d_really_is_negative(dentry) || IS_ROOT(dentry))
+		return 1;
+	ld = unionfs_lower_top_get(dentry, &b);
+	if (!ld)
+		return 0;
+	if (ld->d_flags & DCACHE_OP_WEAK_REVALIDATE)
+		ret = ld->d_op->d_weak_revalidate(ld, flags);
+	if (ret > 0 && d_really_is_negative(ld))
+		ret = 0;
 	dput(ld);
 	return ret;
 }
@@ -130,6 +217,6 @@ static void unionfs_d_release(struct dentry *dentry)
 
 const struct dentry_operations unionfs_dops = {
 	.d_revalidate		= unionfs_d_revalidate,
-	.d_weak_revalidate	= unionfs_d_revalidate,
+	.d_weak_revalidate	= unionfs_d_weak_revalidate,
 	.d_release		= unionfs_d_release,
 };

@@ -60,17 +60,16 @@ static int unionfs_open(struct inode *inode, struct file *file)
 		kfree(fi);
 		return -ESTALE;
 	}
-	lf = unionfs_do_open(sb, b, ld, file->f_flags, current_cred());
+	lf = unionfs_do_open(unionfs_dbt(dentry), b, ld, file->f_flags,
+			     current_cred());
 	dput(ld);
 	if (IS_ERR(lf)) {
 		kfree(fi);
 		return PTR_ERR(lf);
 	}
 	fi->lower = lf;
-	fi->bindex = b;
-	fi->branch_id = unionfs_branch(sb, b)->id;
+	fi->br = unionfs_br_open(unionfs_dbt(dentry), b);
 	fi->generation = unionfs_sb_gen(sb);
-	atomic_inc(&unionfs_branch(sb, b)->open_files);
 	file->private_data = fi;
 	return 0;
 }
@@ -79,7 +78,8 @@ static int unionfs_release(struct inode *inode, struct file *file)
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 
-	atomic_dec(&unionfs_branch(inode->i_sb, fi->bindex)->open_files);
+	atomic_dec(&fi->br->open_files);
+	unionfs_branch_put(fi->br);
 	fput(fi->lower);
 	kfree(fi);
 	return 0;
@@ -174,7 +174,7 @@ static int unionfs_fsync(struct file *file, loff_t start, loff_t end,
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 
-	if (!unionfs_branch_writable(file_inode(file)->i_sb, fi->bindex))
+	if (!unionfs_br_writable(fi->br))
 		return 0;
 	return vfs_fsync_range(fi->lower, start, end, datasync);
 }
@@ -235,4 +235,8 @@ const struct file_operations unionfs_main_fops = {
 	.flush		= unionfs_flush,
 	.splice_read	= generic_file_splice_read,
 	.splice_write	= unionfs_splice_write,
+	.unlocked_ioctl	= unionfs_ioctl,
+#ifdef CONFIG_COMPAT
+	.compat_ioctl	= unionfs_compat_ioctl,
+#endif
 };

@@ -39,23 +39,73 @@ void unionfs_copy_attr(struct inode *inode, const struct inode *lower)
 	fsstack_copy_inode_size(inode, (struct inode *)lower);
 }
 
-void unionfs_inode_set_lower(struct inode *inode, int bindex,
-			     struct inode *lower)
+static struct workqueue_struct *unionfs_wq;
+
+int unionfs_inode_wq_init(void)
+{
+	unionfs_wq = alloc_workqueue("unionfs", WQ_UNBOUND, 0);
+	return unionfs_wq ? 0 : -ENOMEM;
+}
+
+void unionfs_inode_wq_flush(void)
+{
+	rcu_barrier();		/* queue_rcu_work() goes through call_rcu() */
+	flush_workqueue(unionfs_wq);
+}
+
+void unionfs_inode_wq_exit(void)
+{
+	rcu_barrier();
+	destroy_workqueue(unionfs_wq);
+}
+
+static void unionfs_ivec_work(struct work_struct *work)
+{
+	struct unionfs_ivec *vec = container_of(to_rcu_work(work),
+						struct unionfs_ivec, rwork);
+	int i;
+
+	for (i = 0; i < vec->nbr; i++)
+		iput(vec->lower[i]);
+	unionfs_bt_put(vec->bt);
+	kfree(vec);
+}
+
+/* Release @vec after an RCU grace period (permission() reads it). */
+void unionfs_ivec_free(struct unionfs_ivec *vec)
+{
+	if (!vec)
+		return;
+	INIT_RCU_WORK(&vec->rwork, unionfs_ivec_work);
+	queue_rcu_work(unionfs_wq, &vec->rwork);
+}
+
+/* Point @inode at the lower inodes recorded in @ud. */
+int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud)
 {
 	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-	struct inode *old;
+	struct unionfs_ivec *vec, *old;
+	int b;
+
+	vec = kzalloc(struct_size(vec, lower, ud->nbr), GFP_KERNEL);
+	if (!vec)
+		return -ENOMEM;
+	vec->nbr = ud->nbr;
+	refcount_inc(&ud->bt->ref);
+	vec->bt = ud->bt;
+	spin_lock(&ud->lock);
+	vec->bstart = ud->bstart;
+	vec->bend = ud->bend;
+	for (b = max(ud->bstart, 0); b <= ud->bend; b++)
+		if (ud->lower[b] && d_really_is_positive(ud->lower[b]))
+			vec->lower[b] = igrab(d_inode(ud->lower[b]));
+	spin_unlock(&ud->lock);
 
 	spin_lock(&inode->i_lock);
-	old = ui->lower[bindex];
-	WRITE_ONCE(ui->lower[bindex], lower ? igrab(lower) : NULL);
-	if (lower) {
-		if (ui->bstart < 0 || bindex < ui->bstart)
-			WRITE_ONCE(ui->bstart, bindex);
-		if (bindex > ui->bend)
-			WRITE_ONCE(ui->bend, bindex);
-	}
+	old = rcu_replace_pointer(ui->vec, vec, lockdep_is_held(&inode->i_lock));
 	spin_unlock(&inode->i_lock);
-	iput(old);
+	unionfs_ivec_free(old);
+	return 0;
 }
 
 static void unionfs_set_ino(struct inode *inode, struct inode *lower,
@@ -73,23 +123,13 @@ static void unionfs_set_ino(struct inode *inode, struct inode *lower,
 
 int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 {
-	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-	struct super_block *sb = inode->i_sb;
 	struct inode *top = d_inode(ud->lower[ud->bstart]);
-	int b;
+	int err;
 
-	ui->lower = kcalloc(ud->nbr, sizeof(*ui->lower), GFP_KERNEL);
-	if (!ui->lower)
-		return -ENOMEM;
-	ui->nbr = ud->nbr;
-	ui->bstart = ud->bstart;
-	ui->bend = ud->bend;
-	ui->generation = ud->generation;
-	for (b = ud->bstart; b <= ud->bend; b++)
-		if (ud->lower[b] && d_really_is_positive(ud->lower[b]))
-			ui->lower[b] = igrab(d_inode(ud->lower[b]));
-
-	unionfs_set_ino(inode, top, unionfs_branch(sb, ud->bstart));
+	err = unionfs_inode_set_vec(inode, ud);
+	if (err)
+		return err;
+	unionfs_set_ino(inode, top, unionfs_br(ud->bt, ud->bstart));
 	inode->i_mode = top->i_mode & S_IFMT;
 	inode->i_generation = top->i_generation;
 	switch (inode->i_mode & S_IFMT) {
@@ -114,55 +154,117 @@ int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 	return 0;
 }
 
+/*
+ * A cheap fingerprint of the lower directories of @dir: their ctimes (any
+ * entry created, removed or renamed in them changes it). Safe in RCU walk.
+ */
+u64 unionfs_dir_snap(struct inode *dir)
+{
+	struct unionfs_ivec *vec;
+	u64 snap = 0;
+	int b;
+
+	rcu_read_lock();
+	vec = rcu_dereference(UNIONFS_I(dir)->vec);
+	if (vec && vec->bstart >= 0) {
+		for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
+			struct inode *l = READ_ONCE(vec->lower[b]);
+
+			if (l)
+				snap += (u64)(b + 1) *
+					(READ_ONCE(l->i_ctime.tv_sec) *
+					 NSEC_PER_SEC +
+					 READ_ONCE(l->i_ctime.tv_nsec));
+		}
+	}
+	rcu_read_unlock();
+	return snap;
+}
+
 void unionfs_dir_changed(struct inode *dir)
 {
 	struct unionfs_inode_info *ui = UNIONFS_I(dir);
-	struct inode *top;
-	int b;
+	struct unionfs_ivec *vec;
+	struct inode *top = NULL;
 
 	ui->dir_version++;
-	b = READ_ONCE(ui->bstart);
-	if (b < 0)
-		return;
-	top = READ_ONCE(ui->lower[b]);
-	if (top)
+	rcu_read_lock();
+	vec = rcu_dereference(ui->vec);
+	if (vec && vec->bstart >= 0)
+		top = igrab(vec->lower[vec->bstart]);
+	rcu_read_unlock();
+	if (top) {
 		unionfs_copy_attr(dir, top);
+		iput(top);
+	}
+	WRITE_ONCE(ui->snap, unionfs_dir_snap(dir));
 }
 
 /* --- attributes -------------------------------------------------------- */
 
+/* The lower inode of branch @b and whether that branch is writable. */
+static struct inode *unionfs_vec_lower(struct inode *inode, int b,
+				       bool *writable, int *bstart, int *bend)
+{
+	struct unionfs_ivec *vec = rcu_dereference(UNIONFS_I(inode)->vec);
+
+	if (!vec || vec->bstart < 0)
+		return ERR_PTR(-ESTALE);
+	*bstart = vec->bstart;
+	*bend = S_ISDIR(inode->i_mode) ? vec->bend : vec->bstart;
+	if (b < 0)
+		b = vec->bstart;
+	if (b >= vec->nbr)
+		return NULL;
+	*writable = unionfs_branch_writable(vec->bt, b);
+	return vec->lower[b];
+}
+
 static int unionfs_permission(struct user_namespace *mnt_userns,
 			      struct inode *inode, int mask)
 {
-	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-	struct super_block *sb = inode->i_sb;
-	int bstart = READ_ONCE(ui->bstart);
-	int bend = S_ISDIR(inode->i_mode) ? READ_ONCE(ui->bend) : bstart;
-	int b, err;
+	bool rcu = mask & MAY_NOT_BLOCK, writable;
+	struct inode *lower;
+	int b, bstart, bend, err;
 
-	if (bstart < 0 || bend >= ui->nbr)
-		return -ESTALE;
 	/*
 	 * Writes happen only on the winning branch, after a copy-up when
 	 * that branch is read-only: check them against the union inode (which
 	 * mirrors the winning branch's owner and mode) there, and check the
 	 * remaining access bits on every contributing branch.
 	 */
-	if ((mask & (MAY_WRITE | MAY_APPEND)) &&
-	    !unionfs_branch_writable(sb, bstart)) {
+	rcu_read_lock();
+	lower = unionfs_vec_lower(inode, -1, &writable, &bstart, &bend);
+	rcu_read_unlock();
+	if (IS_ERR(lower))
+		return PTR_ERR(lower);
+	if ((mask & (MAY_WRITE | MAY_APPEND)) && !writable) {
 		err = generic_permission(&init_user_ns, inode, mask);
 		if (err)
 			return err;
 	}
 	for (b = bstart; b <= bend; b++) {
-		struct inode *lower = READ_ONCE(ui->lower[b]);
-		int m = mask;
+		int m = mask, s, e;
 
-		if (!lower)
+		rcu_read_lock();
+		lower = unionfs_vec_lower(inode, b, &writable, &s, &e);
+		if (IS_ERR_OR_NULL(lower)) {
+			rcu_read_unlock();
 			continue;
-		if (b != bstart || !unionfs_branch_writable(sb, b))
+		}
+		if (b != bstart || !writable)
 			m &= ~(MAY_WRITE | MAY_APPEND);
-		err = inode_permission(&init_user_ns, lower, m);
+		if (rcu) {
+			err = inode_permission(&init_user_ns, lower, m);
+			rcu_read_unlock();
+		} else {
+			lower = igrab(lower);
+			rcu_read_unlock();
+			if (!lower)
+				continue;
+			err = inode_permission(&init_user_ns, lower, m);
+			iput(lower);
+		}
 		if (err)
 			return err;
 	}
@@ -181,7 +283,7 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 	lpath.dentry = unionfs_lower_top_get(dentry, &b);
 	if (!lpath.dentry)
 		return -ESTALE;
-	lpath.mnt = unionfs_lower_mnt(dentry->d_sb, b);
+	lpath.mnt = unionfs_mnt(unionfs_dbt(dentry), b);
 	err = vfs_getattr(&lpath, stat, request_mask, flags);
 	if (!err && d_really_is_positive(lpath.dentry))
 		unionfs_copy_attr(inode, d_inode(lpath.dentry));
@@ -199,7 +301,7 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 static int unionfs_setattr(struct user_namespace *mnt_userns,
 			   struct dentry *dentry, struct iattr *attr)
 {
-	struct super_block *sb = dentry->d_sb;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	struct inode *inode = d_inode(dentry);
 	struct iattr lattr = *attr;
 	struct dentry *ld;
@@ -225,12 +327,12 @@ static int unionfs_setattr(struct user_namespace *mnt_userns,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	err = unionfs_want_write(sb, b);
+	err = unionfs_want_write(bt, b);
 	if (!err) {
 		inode_lock(d_inode(ld));
-		err = unionfs_do_setattr(sb, b, ld, &lattr);
+		err = unionfs_do_setattr(bt, b, ld, &lattr);
 		inode_unlock(d_inode(ld));
-		unionfs_drop_write(sb, b);
+		unionfs_drop_write(bt, b);
 	}
 	if (!err || d_really_is_positive(ld))
 		unionfs_copy_attr(inode, d_inode(ld));
@@ -264,23 +366,23 @@ struct unionfs_new {
 	struct dentry *link;	/* lower dentry to hard-link, or NULL */
 };
 
-static int unionfs_create_lower(struct super_block *sb, int t,
+static int unionfs_create_lower(struct unionfs_btable *bt, int t,
 				struct dentry *lparent, struct dentry *ld,
 				struct unionfs_new *n)
 {
 	struct inode *ldir = d_inode(lparent);
 
 	if (n->link)
-		return unionfs_do_link(sb, t, n->link, ldir, ld);
+		return unionfs_do_link(bt, t, n->link, ldir, ld);
 	switch (n->mode & S_IFMT) {
 	case S_IFREG:
-		return unionfs_do_create(sb, t, ldir, ld, n->mode);
+		return unionfs_do_create(bt, t, ldir, ld, n->mode);
 	case S_IFDIR:
-		return unionfs_do_mkdir(sb, t, ldir, ld, n->mode);
+		return unionfs_do_mkdir(bt, t, ldir, ld, n->mode);
 	case S_IFLNK:
-		return unionfs_do_symlink(sb, t, ldir, ld, n->symname);
+		return unionfs_do_symlink(bt, t, ldir, ld, n->symname);
 	default:
-		return unionfs_do_mknod(sb, t, ldir, ld, n->mode, n->rdev);
+		return unionfs_do_mknod(bt, t, ldir, ld, n->mode, n->rdev);
 	}
 }
 
@@ -293,7 +395,9 @@ static int unionfs_new_target(struct dentry *dentry, int limit)
 	unionfs_get_range(parent, &pstart, &pend);
 	if (pstart < 0)
 		return -ESTALE;
-	t = unionfs_nearest_writable(dentry->d_sb, min(pstart, limit));
+	if (unionfs_dbt(parent) != unionfs_dbt(dentry))
+		return -ESTALE;	/* built against another branch table */
+	t = unionfs_nearest_writable(unionfs_dbt(dentry), min(pstart, limit));
 	if (t < 0)
 		return t;
 	if (t < pstart) {
@@ -309,6 +413,7 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 {
 	struct super_block *sb = dir->i_sb;
 	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	struct unionfs_btable *bt;
 	struct dentry *lparent, *ld;
 	struct inode *inode;
 	int t, err, bwh;
@@ -316,6 +421,7 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 
 	if (!ud)
 		return -ESTALE;
+	bt = ud->bt;
 	bwh = ud->bwh;
 	t = unionfs_new_target(dentry, limit);
 	if (t < 0)
@@ -323,10 +429,10 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 	lparent = unionfs_lower_dentry_get(dentry->d_parent, t);
 	if (!lparent)
 		return -ESTALE;
-	err = unionfs_want_write(sb, t);
+	err = unionfs_want_write(bt, t);
 	if (err)
 		goto out_dput;
-	ld = unionfs_lock_lookup(sb, t, lparent, dentry->d_name.name,
+	ld = unionfs_lock_lookup(bt, t, lparent, dentry->d_name.name,
 				 dentry->d_name.len);
 	if (IS_ERR(ld)) {
 		err = PTR_ERR(ld);
@@ -336,17 +442,17 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		err = -EEXIST;
 		goto out_unlock;
 	}
-	err = unionfs_create_lower(sb, t, lparent, ld, n);
+	err = unionfs_create_lower(bt, t, lparent, ld, n);
 	if (err)
 		goto out_unlock;
 	if (S_ISDIR(n->mode) && bwh >= 0) {
 		/* lower directories of this name stay hidden */
 		const struct cred *old = unionfs_override_creds(sb);
 
-		err = unionfs_make_opaque(sb, t, ld, "mkdir-over-whiteout");
+		err = unionfs_make_opaque(bt, t, ld, "mkdir-over-whiteout");
 		revert_creds(old);
 		if (err) {
-			unionfs_do_rmdir(sb, t, d_inode(lparent), ld);
+			unionfs_do_rmdir(bt, t, d_inode(lparent), ld);
 			goto out_unlock;
 		}
 		opaque = true;
@@ -355,7 +461,7 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		const struct cred *old = unionfs_override_creds(sb);
 
 		/* failure leaves a harmless same-branch whiteout */
-		unionfs_remove_whiteout_locked(sb, t, lparent, &dentry->d_name,
+		unionfs_remove_whiteout_locked(bt, t, lparent, &dentry->d_name,
 					       S_ISDIR(n->mode) ?
 					       "mkdir-over-whiteout" :
 					       "create-over-whiteout");
@@ -380,7 +486,7 @@ out_unlock:
 	inode_unlock(d_inode(lparent));
 	dput(ld);
 out_drop:
-	unionfs_drop_write(sb, t);
+	unionfs_drop_write(bt, t);
 out_dput:
 	dput(lparent);
 	return err;
@@ -427,7 +533,7 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 
 	/* the source must be on the branch the link is made in */
 	unionfs_get_range(old, &ob, &b);
-	b = unionfs_nearest_writable(old->d_sb, ob);
+	b = unionfs_nearest_writable(unionfs_dbt(old), ob);
 	if (b < 0)
 		return b;
 	err = unionfs_copyup_dentry(old, b, "link", -1);
@@ -458,6 +564,7 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 {
 	struct super_block *sb = dir->i_sb;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	struct dentry *parent = dentry->d_parent;
 	struct inode *inode = d_inode(dentry);
 	struct dentry *ld, *lparent, *cur;
@@ -467,13 +574,13 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 	const char *why = isdir ? "rmdir" : "unlink";
 
 	unionfs_get_range(dentry, &b, &bend);
-	if (b < 0)
+	if (b < 0 || unionfs_dbt(parent) != bt)
 		return -ESTALE;
 	need_wh = bend > b || unionfs_lower_has_name(parent, &dentry->d_name,
 						      b + 1);
 
-	if (!unionfs_branch_writable(sb, b)) {
-		t = unionfs_nearest_writable(sb, b);
+	if (!unionfs_branch_writable(bt, b)) {
+		t = unionfs_nearest_writable(bt, b);
 		if (t < 0)
 			return t;
 		err = unionfs_create_whiteout(parent, &dentry->d_name, t, why);
@@ -485,17 +592,17 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 	err = -ESTALE;
 	if (!ld || !lparent)
 		goto out_dput;
-	err = unionfs_want_write(sb, b);
+	err = unionfs_want_write(bt, b);
 	if (err)
 		goto out_dput;
 	if (isdir) {
 		old = unionfs_override_creds(sb);
-		err = unionfs_clean_whiteouts(sb, b, ld);
+		err = unionfs_clean_whiteouts(bt, b, ld);
 		revert_creds(old);
 		if (err)
 			goto out_drop;
 	}
-	cur = unionfs_lock_lookup(sb, b, lparent, dentry->d_name.name,
+	cur = unionfs_lock_lookup(bt, b, lparent, dentry->d_name.name,
 				  dentry->d_name.len);
 	if (IS_ERR(cur)) {
 		err = PTR_ERR(cur);
@@ -507,7 +614,7 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 	}
 	if (need_wh) {
 		old = unionfs_override_creds(sb);
-		err = unionfs_whiteout_locked(sb, b, lparent, &dentry->d_name,
+		err = unionfs_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					      why);
 		revert_creds(old);
 		if (err)
@@ -515,12 +622,12 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 		made_wh = true;
 	}
 	if (isdir)
-		err = unionfs_do_rmdir(sb, b, d_inode(lparent), ld);
+		err = unionfs_do_rmdir(bt, b, d_inode(lparent), ld);
 	else
-		err = unionfs_do_unlink(sb, b, d_inode(lparent), ld);
+		err = unionfs_do_unlink(bt, b, d_inode(lparent), ld);
 	if (err && made_wh) {
 		old = unionfs_override_creds(sb);
-		unionfs_remove_whiteout_locked(sb, b, lparent, &dentry->d_name,
+		unionfs_remove_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					       "revert");
 		revert_creds(old);
 	}
@@ -528,7 +635,7 @@ out_unlock:
 	inode_unlock(d_inode(lparent));
 	dput(cur);
 out_drop:
-	unionfs_drop_write(sb, b);
+	unionfs_drop_write(bt, b);
 out_dput:
 	dput(ld);
 	dput(lparent);

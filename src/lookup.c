@@ -19,19 +19,23 @@
 
 #include "unionfs_trace.h"
 
-struct unionfs_dentry_info *unionfs_alloc_dinfo(int nbr)
+struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
 {
 	struct unionfs_dentry_info *ud;
 
-	ud = kzalloc(struct_size(ud, lower, nbr), GFP_KERNEL);
+	ud = kzalloc(struct_size(ud, lower, bt->nbr), GFP_KERNEL);
 	if (!ud)
 		return NULL;
 	spin_lock_init(&ud->lock);
+	INIT_LIST_HEAD(&ud->retired);
 	ud->bstart = -1;
 	ud->bend = -1;
 	ud->bopaque = -1;
 	ud->bwh = -1;
-	ud->nbr = nbr;
+	ud->nbr = bt->nbr;
+	ud->generation = bt->gen;
+	refcount_inc(&bt->ref);
+	ud->bt = bt;
 	return ud;
 }
 
@@ -43,6 +47,7 @@ void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
 		return;
 	for (i = 0; i < ud->nbr; i++)
 		dput(ud->lower[i]);
+	unionfs_bt_put(ud->bt);
 	kfree_rcu(ud, rcu);
 }
 
@@ -74,14 +79,14 @@ int unionfs_is_opaque_dir(struct dentry *lower_dir)
 }
 
 /* Is there a whiteout for @name (already ".wh."-prefixed) in @lparent? */
-static int unionfs_has_whiteout(struct super_block *sb, int bindex,
+static int unionfs_has_whiteout(struct unionfs_btable *bt, int bindex,
 				struct dentry *lparent, const char *whname,
 				int len)
 {
 	struct dentry *wh;
 	int ret = 0;
 
-	wh = unionfs_do_lookup(sb, bindex, lparent, whname, len);
+	wh = unionfs_do_lookup(bt, bindex, lparent, whname, len);
 	if (IS_ERR_OR_NULL(wh))
 		return PTR_ERR_OR_ZERO(wh);
 	if (d_really_is_positive(wh)) {
@@ -98,25 +103,36 @@ static int unionfs_has_whiteout(struct super_block *sb, int bindex,
 }
 
 /*
- * Fill @ud with the lower dentries of @name below @parent. Runs with the
- * mounter's credentials. Returns 0 or -errno.
+ * Fill @ud with the lower dentries of @name below @parent, starting at
+ * branch @from. @ud must be built against the same branch table as the
+ * parent's info. Runs with the mounter's credentials. Returns 0 or -errno.
  */
 int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 			    struct unionfs_dentry_info *ud, int from)
 {
+	struct unionfs_dentry_info *pud = READ_ONCE(parent->d_fsdata);
 	struct super_block *sb = parent->d_sb;
+	struct unionfs_btable *bt = ud->bt;
 	u64 t0 = trace_unionfs_lookup_enabled() ? ktime_get_ns() : 0;
 	int pstart, pend, b, err = 0, probed = 0;
 	char *whname = NULL;
 
-	unionfs_get_range(parent, &pstart, &pend);
+	if (!pud || pud->bt != bt)
+		return -ESTALE;		/* the parent was rebuilt meanwhile */
+	spin_lock(&pud->lock);
+	pstart = pud->bstart;
+	pend = pud->bend;
+	spin_unlock(&pud->lock);
 	if (pstart >= 0 && from > pstart)
 		pstart = from;
 	for (b = pstart; b >= 0 && b <= pend; b++) {
 		struct dentry *lparent, *ld;
 		int wh;
 
-		lparent = unionfs_lower_dentry_get(parent, b);
+		spin_lock(&pud->lock);
+		lparent = b >= pud->bstart && b <= pud->bend ?
+			  dget(pud->lower[b]) : NULL;
+		spin_unlock(&pud->lock);
 		if (!lparent)
 			continue;
 		if (!d_can_lookup(lparent)) {
@@ -124,7 +140,7 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 			continue;
 		}
 		probed++;
-		ld = unionfs_do_lookup(sb, b, lparent, name->name, name->len);
+		ld = unionfs_do_lookup(bt, b, lparent, name->name, name->len);
 		if (IS_ERR(ld)) {
 			err = PTR_ERR(ld);
 			dput(lparent);
@@ -172,7 +188,7 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 				break;
 			}
 		}
-		wh = unionfs_has_whiteout(sb, b, lparent, whname,
+		wh = unionfs_has_whiteout(bt, b, lparent, whname,
 					  name->len + UNIONFS_WHLEN);
 		dput(lparent);
 		if (wh < 0) {
@@ -207,7 +223,7 @@ bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 	unionfs_get_range(parent, &pstart, &pend);
 	if (from > pend)
 		return false;
-	ud = unionfs_alloc_dinfo(UNIONFS_SB(parent->d_sb)->nbranches);
+	ud = unionfs_alloc_dinfo(unionfs_dbt(parent));
 	if (!ud)
 		return true;
 	old = unionfs_override_creds(parent->d_sb);
@@ -243,14 +259,12 @@ struct inode *unionfs_iget(struct super_block *sb,
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
 	if (!(inode->i_state & I_NEW)) {
-		int b;
-
-		/* a known object: record branches that joined since */
-		for (b = ud->bstart; b <= ud->bend; b++)
-			if (ud->lower[b] && b < UNIONFS_I(inode)->nbr &&
-			    !UNIONFS_I(inode)->lower[b])
-				unionfs_inode_set_lower(inode, b,
-							d_inode(ud->lower[b]));
+		/* a known object: follow the branches of this lookup */
+		err = unionfs_inode_set_vec(inode, ud);
+		if (err) {
+			iput(inode);
+			return ERR_PTR(err);
+		}
 		return inode;
 	}
 	err = unionfs_inode_init(inode, ud);
@@ -274,11 +288,11 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	if (unionfs_is_whname(dentry->d_name.name, dentry->d_name.len))
 		return ERR_PTR(-EPERM);
 
-	ud = unionfs_alloc_dinfo(UNIONFS_SB(sb)->nbranches);
+	ud = unionfs_alloc_dinfo(unionfs_dbt(dentry->d_parent));
 	if (!ud)
 		return ERR_PTR(-ENOMEM);
-	ud->generation = unionfs_sb_gen(sb);
 
+	ud->psnap = unionfs_dir_snap(dir);
 	old = unionfs_override_creds(sb);
 	err = unionfs_lookup_branches(dentry->d_parent, &dentry->d_name, ud, 0);
 	revert_creds(old);

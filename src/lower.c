@@ -27,19 +27,19 @@ static inline int unionfs_trace_op(struct super_block *sb, const char *op,
 	return err;
 }
 
-int unionfs_want_write(struct super_block *sb, int bindex)
+int unionfs_want_write(struct unionfs_btable *bt, int bindex)
 {
-	if (!unionfs_branch_writable(sb, bindex))
+	if (!unionfs_branch_writable(bt, bindex))
 		return -EROFS;
-	return mnt_want_write(unionfs_lower_mnt(sb, bindex));
+	return mnt_want_write(unionfs_mnt(bt, bindex));
 }
 
-void unionfs_drop_write(struct super_block *sb, int bindex)
+void unionfs_drop_write(struct unionfs_btable *bt, int bindex)
 {
-	mnt_drop_write(unionfs_lower_mnt(sb, bindex));
+	mnt_drop_write(unionfs_mnt(bt, bindex));
 }
 
-struct dentry *unionfs_do_lookup(struct super_block *sb, int bindex,
+struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,
 				 struct dentry *base, const char *name,
 				 int len)
 {
@@ -55,7 +55,7 @@ struct dentry *unionfs_do_lookup(struct super_block *sb, int bindex,
 	return d;
 }
 
-struct dentry *unionfs_lock_lookup(struct super_block *sb, int bindex,
+struct dentry *unionfs_lock_lookup(struct unionfs_btable *bt, int bindex,
 				   struct dentry *parent, const char *name,
 				   int len)
 {
@@ -68,17 +68,17 @@ struct dentry *unionfs_lock_lookup(struct super_block *sb, int bindex,
 	return d;
 }
 
-int unionfs_do_create(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_create(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		      struct dentry *d, umode_t mode)
 {
 	int err = UNIONFS_FAULT("create");
 
 	if (!err)
 		err = vfs_create(&init_user_ns, dir, d, mode, true);
-	return unionfs_trace_op(sb, "create", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "create", bindex, d, err);
 }
 
-int unionfs_do_mkdir(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d, umode_t mode)
 {
 	int err = UNIONFS_FAULT("mkdir");
@@ -87,60 +87,60 @@ int unionfs_do_mkdir(struct super_block *sb, int bindex, struct inode *dir,
 		err = vfs_mkdir(&init_user_ns, dir, d, mode);
 	if (!err && d_unhashed(d))
 		err = -EIO;	/* a branch fs that does not instantiate */
-	return unionfs_trace_op(sb, "mkdir", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "mkdir", bindex, d, err);
 }
 
-int unionfs_do_mknod(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d, umode_t mode, dev_t dev)
 {
 	int err = UNIONFS_FAULT("mknod");
 
 	if (!err)
 		err = vfs_mknod(&init_user_ns, dir, d, mode, dev);
-	return unionfs_trace_op(sb, "mknod", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "mknod", bindex, d, err);
 }
 
-int unionfs_do_symlink(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		       struct dentry *d, const char *target)
 {
 	int err = UNIONFS_FAULT("symlink");
 
 	if (!err)
 		err = vfs_symlink(&init_user_ns, dir, d, target);
-	return unionfs_trace_op(sb, "symlink", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "symlink", bindex, d, err);
 }
 
-int unionfs_do_link(struct super_block *sb, int bindex, struct dentry *old,
+int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
 		    struct inode *dir, struct dentry *d)
 {
 	int err = UNIONFS_FAULT("link");
 
 	if (!err)
 		err = vfs_link(old, &init_user_ns, dir, d, NULL);
-	return unionfs_trace_op(sb, "link", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "link", bindex, d, err);
 }
 
-int unionfs_do_unlink(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		      struct dentry *d)
 {
 	int err = UNIONFS_FAULT("unlink");
 
 	if (!err)
 		err = vfs_unlink(&init_user_ns, dir, d, NULL);
-	return unionfs_trace_op(sb, "unlink", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "unlink", bindex, d, err);
 }
 
-int unionfs_do_rmdir(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_rmdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d)
 {
 	int err = UNIONFS_FAULT("rmdir");
 
 	if (!err)
 		err = vfs_rmdir(&init_user_ns, dir, d);
-	return unionfs_trace_op(sb, "rmdir", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "rmdir", bindex, d, err);
 }
 
-int unionfs_do_rename(struct super_block *sb, int bindex,
+int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
 		      struct inode *olddir, struct dentry *old,
 		      struct inode *newdir, struct dentry *new,
 		      unsigned int flags)
@@ -158,21 +158,21 @@ int unionfs_do_rename(struct super_block *sb, int bindex,
 
 	if (!err)
 		err = vfs_rename(&rd);
-	return unionfs_trace_op(sb, "rename", bindex, new, err);
+	return unionfs_trace_op(bt->sb, "rename", bindex, new, err);
 }
 
 /* Caller holds inode_lock(d_inode(d)). */
-int unionfs_do_setattr(struct super_block *sb, int bindex, struct dentry *d,
+int unionfs_do_setattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 		       struct iattr *attr)
 {
 	int err = UNIONFS_FAULT("setattr");
 
 	if (!err)
 		err = notify_change(&init_user_ns, d, attr, NULL);
-	return unionfs_trace_op(sb, "setattr", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "setattr", bindex, d, err);
 }
 
-int unionfs_do_setxattr(struct super_block *sb, int bindex, struct dentry *d,
+int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 			const char *name, const void *value, size_t size,
 			int flags)
 {
@@ -180,31 +180,31 @@ int unionfs_do_setxattr(struct super_block *sb, int bindex, struct dentry *d,
 
 	if (!err)
 		err = vfs_setxattr(&init_user_ns, d, name, value, size, flags);
-	return unionfs_trace_op(sb, "setxattr", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "setxattr", bindex, d, err);
 }
 
-int unionfs_do_removexattr(struct super_block *sb, int bindex,
+int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
 			   struct dentry *d, const char *name)
 {
 	int err = UNIONFS_FAULT("removexattr");
 
 	if (!err)
 		err = vfs_removexattr(&init_user_ns, d, name);
-	return unionfs_trace_op(sb, "removexattr", bindex, d, err);
+	return unionfs_trace_op(bt->sb, "removexattr", bindex, d, err);
 }
 
-struct file *unionfs_do_open(struct super_block *sb, int bindex,
+struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 			     struct dentry *d, int flags,
 			     const struct cred *cred)
 {
-	struct path path = { .mnt = unionfs_lower_mnt(sb, bindex), .dentry = d };
+	struct path path = { .mnt = unionfs_mnt(bt, bindex), .dentry = d };
 	struct file *f;
 	int err = UNIONFS_FAULT("open");
 
 	if (err)
-		return ERR_PTR(unionfs_trace_op(sb, "open", bindex, d, err));
+		return ERR_PTR(unionfs_trace_op(bt->sb, "open", bindex, d, err));
 	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
 	f = dentry_open(&path, flags | O_LARGEFILE, cred);
-	unionfs_trace_op(sb, "open", bindex, d, PTR_ERR_OR_ZERO(f));
+	unionfs_trace_op(bt->sb, "open", bindex, d, PTR_ERR_OR_ZERO(f));
 	return f;
 }

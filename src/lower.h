@@ -5,40 +5,40 @@
 
 #include "union.h"
 
-int unionfs_want_write(struct super_block *sb, int bindex);
-void unionfs_drop_write(struct super_block *sb, int bindex);
-struct dentry *unionfs_do_lookup(struct super_block *sb, int bindex,
+int unionfs_want_write(struct unionfs_btable *bt, int bindex);
+void unionfs_drop_write(struct unionfs_btable *bt, int bindex);
+struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,
 				 struct dentry *base, const char *name,
 				 int len);
-struct dentry *unionfs_lock_lookup(struct super_block *sb, int bindex,
+struct dentry *unionfs_lock_lookup(struct unionfs_btable *bt, int bindex,
 				   struct dentry *parent, const char *name,
 				   int len);
-int unionfs_do_create(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_create(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		      struct dentry *d, umode_t mode);
-int unionfs_do_mkdir(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d, umode_t mode);
-int unionfs_do_mknod(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d, umode_t mode, dev_t dev);
-int unionfs_do_symlink(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		       struct dentry *d, const char *target);
-int unionfs_do_link(struct super_block *sb, int bindex, struct dentry *old,
+int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
 		    struct inode *dir, struct dentry *d);
-int unionfs_do_unlink(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		      struct dentry *d);
-int unionfs_do_rmdir(struct super_block *sb, int bindex, struct inode *dir,
+int unionfs_do_rmdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d);
-int unionfs_do_rename(struct super_block *sb, int bindex,
+int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
 		      struct inode *olddir, struct dentry *old,
 		      struct inode *newdir, struct dentry *new,
 		      unsigned int flags);
-int unionfs_do_setattr(struct super_block *sb, int bindex, struct dentry *d,
+int unionfs_do_setattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 		       struct iattr *attr);
-int unionfs_do_setxattr(struct super_block *sb, int bindex, struct dentry *d,
+int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 			const char *name, const void *value, size_t size,
 			int flags);
-int unionfs_do_removexattr(struct super_block *sb, int bindex,
+int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
 			   struct dentry *d, const char *name);
-struct file *unionfs_do_open(struct super_block *sb, int bindex,
+struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 			     struct dentry *d, int flags,
 			     const struct cred *cred);
 

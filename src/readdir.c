@@ -179,6 +179,7 @@ append:
 static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 {
 	struct super_block *sb = dentry->d_sb;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	struct unionfs_rdctx rd = { .ctx.actor = unionfs_rd_actor };
 	struct unionfs_rdcache *rdc;
 	const struct cred *old;
@@ -205,7 +206,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 		}
 		err = UNIONFS_FAULT("readdir");
 		f = err ? ERR_PTR(err) :
-		    unionfs_do_open(sb, b, ld, O_RDONLY | O_DIRECTORY,
+		    unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
 				    current_cred());
 		dput(ld);
 		if (IS_ERR(f)) {
@@ -213,7 +214,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 			break;
 		}
 		rd.bindex = b;
-		rd.fsidx = unionfs_branch(sb, b)->fsidx;
+		rd.fsidx = unionfs_br(bt, b)->fsidx;
 		rd.ctx.pos = 0;
 		err = iterate_dir(f, &rd.ctx);
 		fput(f);
@@ -281,7 +282,7 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 		struct unionfs_passthru pt = {
 			.ctx.actor = unionfs_passthru_actor,
 			.caller = ctx,
-			.fsidx = unionfs_branch(dentry->d_sb, fi->bindex)->fsidx,
+			.fsidx = fi->br->fsidx,
 		};
 		int err;
 
@@ -347,7 +348,6 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
 	if (!fi)
 		return -ENOMEM;
-	fi->bindex = -1;
 	fi->generation = unionfs_sb_gen(sb);
 	unionfs_get_range(dentry, &bstart, &bend);
 	if (bstart < 0) {
@@ -362,7 +362,8 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 			kfree(fi);
 			return -ESTALE;
 		}
-		f = unionfs_do_open(sb, bstart, ld, file->f_flags,
+		f = unionfs_do_open(unionfs_dbt(dentry), bstart, ld,
+				    file->f_flags,
 				    current_cred());
 		dput(ld);
 		if (IS_ERR(f)) {
@@ -370,9 +371,7 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 			return PTR_ERR(f);
 		}
 		fi->lower = f;
-		fi->bindex = bstart;
-		fi->branch_id = unionfs_branch(sb, bstart)->id;
-		atomic_inc(&unionfs_branch(sb, bstart)->open_files);
+		fi->br = unionfs_br_open(unionfs_dbt(dentry), bstart);
 	}
 	file->private_data = fi;
 	return 0;
@@ -383,7 +382,8 @@ static int unionfs_dir_release(struct inode *inode, struct file *file)
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 
 	if (fi->lower) {
-		atomic_dec(&unionfs_branch(inode->i_sb, fi->bindex)->open_files);
+		atomic_dec(&fi->br->open_files);
+		unionfs_branch_put(fi->br);
 		fput(fi->lower);
 	}
 	unionfs_rdcache_free(fi->rdcache);
@@ -396,8 +396,7 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 
-	if (fi->lower && unionfs_branch_writable(file_inode(file)->i_sb,
-						 fi->bindex))
+	if (fi->lower && unionfs_br_writable(fi->br))
 		return vfs_fsync_range(fi->lower, start, end, datasync);
 	return 0;
 }
@@ -409,4 +408,8 @@ const struct file_operations unionfs_dir_fops = {
 	.iterate_shared	= unionfs_iterate,
 	.llseek		= unionfs_dir_llseek,
 	.fsync		= unionfs_dir_fsync,
+	.unlocked_ioctl	= unionfs_ioctl,
+#ifdef CONFIG_COMPAT
+	.compat_ioctl	= unionfs_compat_ioctl,
+#endif
 };

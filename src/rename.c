@@ -26,16 +26,6 @@
 
 #include "unionfs_trace.h"
 
-static void unionfs_inode_narrow(struct inode *inode, int t)
-{
-	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-
-	spin_lock(&inode->i_lock);
-	WRITE_ONCE(ui->bstart, t);
-	WRITE_ONCE(ui->bend, t);
-	spin_unlock(&inode->i_lock);
-}
-
 /* After a successful rename, @dentry (moving to the new name) is only at t. */
 static void unionfs_dentry_narrow(struct dentry *dentry, int t,
 				  struct dentry *lnew, bool opaque)
@@ -69,6 +59,7 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	struct dentry *old_parent = old_dentry->d_parent;
 	struct dentry *new_parent = new_dentry->d_parent;
 	struct unionfs_dentry_info *nud = UNIONFS_D(new_dentry);
+	struct unionfs_btable *bt = unionfs_dbt(old_dentry);
 	struct dentry *lold_parent = NULL, *lnew_parent = NULL;
 	struct dentry *lold = NULL, *cur_old = NULL, *lnew = NULL, *trap;
 	bool isdir = d_is_dir(old_dentry), need_wh, made_wh = false;
@@ -77,8 +68,9 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 
 	if (flags & ~RENAME_NOREPLACE)
 		return -EINVAL;	/* RENAME_EXCHANGE, RENAME_WHITEOUT */
-	if (!nud)
-		return -ESTALE;
+	if (!nud || nud->bt != bt || unionfs_dbt(old_parent) != bt ||
+	    unionfs_dbt(new_parent) != bt)
+		return -ESTALE;	/* built against another branch table */
 
 	if (d_really_is_positive(new_dentry) && d_is_dir(new_dentry)) {
 		err = unionfs_check_empty(new_dentry, &has_wh);
@@ -96,7 +88,7 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 		limit = min(limit, nud->bstart);
 	else if (nud->bwh >= 0)
 		limit = min(limit, nud->bwh);
-	t = unionfs_nearest_writable(sb, limit);
+	t = unionfs_nearest_writable(bt, limit);
 	if (t < 0)
 		return t;
 
@@ -129,26 +121,26 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	if (!lold || !lold_parent || !lnew_parent)
 		goto out_dput;
 
-	err = unionfs_want_write(sb, t);
+	err = unionfs_want_write(bt, t);
 	if (err)
 		goto out_dput;
 
 	cred = unionfs_override_creds(sb);
 	if (isdir) {
 		/* logically empty (or wholly ours): mark opaque before moving */
-		err = unionfs_clean_whiteouts(sb, t, lold);
+		err = unionfs_clean_whiteouts(bt, t, lold);
 		if (!err && d_really_is_positive(new_dentry)) {
 			struct dentry *ln = unionfs_lower_dentry_get(new_dentry,
 								     t);
 			if (ln) {
 				if (d_is_dir(ln))
-					err = unionfs_clean_whiteouts(sb, t,
+					err = unionfs_clean_whiteouts(bt, t,
 								      ln);
 				dput(ln);
 			}
 		}
 		if (!err)
-			err = unionfs_make_opaque(sb, t, lold, "rename");
+			err = unionfs_make_opaque(bt, t, lold, "rename");
 	}
 	revert_creds(cred);
 	if (err)
@@ -180,21 +172,21 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 		goto out_unlock;
 	if (need_wh) {
 		cred = unionfs_override_creds(sb);
-		err = unionfs_whiteout_locked(sb, t, lold_parent,
+		err = unionfs_whiteout_locked(bt, t, lold_parent,
 					      &old_dentry->d_name, "rename");
 		revert_creds(cred);
 		if (err)
 			goto out_unlock;
 		made_wh = true;
 	}
-	err = unionfs_do_rename(sb, t, d_inode(lold_parent), lold,
+	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
 				d_inode(lnew_parent), lnew, 0);
 	cred = unionfs_override_creds(sb);
 	if (err && made_wh)
-		unionfs_remove_whiteout_locked(sb, t, lold_parent,
+		unionfs_remove_whiteout_locked(bt, t, lold_parent,
 					       &old_dentry->d_name, "revert");
 	if (!err && nud->bwh == t)
-		unionfs_remove_whiteout_locked(sb, t, lnew_parent,
+		unionfs_remove_whiteout_locked(bt, t, lnew_parent,
 					       &new_dentry->d_name, "rename");
 	revert_creds(cred);
 out_unlock:
@@ -202,7 +194,8 @@ out_unlock:
 	if (!err) {
 		unionfs_dentry_narrow(old_dentry, t, lold, isdir);
 		if (isdir) {
-			unionfs_inode_narrow(d_inode(old_dentry), t);
+			unionfs_inode_set_vec(d_inode(old_dentry),
+					      UNIONFS_D(old_dentry));
 			shrink_dcache_parent(old_dentry);
 		}
 		unionfs_dir_changed(old_dir);
@@ -210,7 +203,7 @@ out_unlock:
 			unionfs_dir_changed(new_dir);
 	}
 out_drop:
-	unionfs_drop_write(sb, t);
+	unionfs_drop_write(bt, t);
 out_dput:
 	dput(cur_old);
 	dput(lnew);

@@ -25,40 +25,25 @@ static struct inode *unionfs_alloc_inode(struct super_block *sb)
 	ui = alloc_inode_sb(sb, unionfs_inode_cachep, GFP_KERNEL);
 	if (!ui)
 		return NULL;
-	ui->bstart = -1;
-	ui->bend = -1;
-	ui->generation = unionfs_sb_gen(sb);
-	ui->nbr = 0;
-	ui->lower = NULL;
+	RCU_INIT_POINTER(ui->vec, NULL);
 	ui->key = NULL;
 	ui->dir_version = 1;
 	return &ui->vfs_inode;
 }
 
-/* RCU-delayed: permission() in RCU walk reads ui->lower. */
 static void unionfs_free_inode(struct inode *inode)
 {
-	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-
-	kfree(ui->lower);
-	kmem_cache_free(unionfs_inode_cachep, ui);
+	kmem_cache_free(unionfs_inode_cachep, UNIONFS_I(inode));
 }
 
 static void unionfs_evict_inode(struct inode *inode)
 {
 	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-	int i;
 
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
-	for (i = 0; i < ui->nbr; i++) {
-		struct inode *lower = ui->lower[i];
-
-		if (lower) {
-			WRITE_ONCE(ui->lower[i], NULL);
-			iput(lower);
-		}
-	}
+	/* permission() may still read it in RCU walk: freed after a GP */
+	unionfs_ivec_free(rcu_replace_pointer(ui->vec, NULL, true));
 }
 
 static void unionfs_inode_once(void *p)
@@ -73,15 +58,13 @@ static void unionfs_inode_once(void *p)
 
 static void unionfs_free_sbi(struct unionfs_sb_info *sbi)
 {
-	int i;
+	struct unionfs_dentry_info *ud, *tmp;
 
 	if (!sbi)
 		return;
-	for (i = 0; i < sbi->nbranches; i++) {
-		path_put(&sbi->branches[i].path);
-		kfree(sbi->branches[i].name);
-	}
-	kfree(sbi->branches);
+	list_for_each_entry_safe(ud, tmp, &sbi->retired, retired)
+		unionfs_free_dinfo(ud);
+	unionfs_bt_put(rcu_dereference_protected(sbi->bt, 1));
 	if (sbi->creator_cred)
 		put_cred(sbi->creator_cred);
 	kfree(sbi);
@@ -94,10 +77,11 @@ const struct cred *unionfs_override_creds(struct super_block *sb)
 
 static int unionfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 {
-	struct super_block *sb = dentry->d_sb;
+	struct unionfs_btable *bt = unionfs_bt_get(dentry->d_sb);
 	int err;
 
-	err = vfs_statfs(&unionfs_branch(sb, 0)->path, buf);
+	err = vfs_statfs(&bt->br[0]->path, buf);
+	unionfs_bt_put(bt);
 	if (err)
 		return err;
 	buf->f_type = UNIONFS_SUPER_MAGIC;
@@ -108,18 +92,20 @@ static int unionfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 
 static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 {
-	struct unionfs_sb_info *sbi = UNIONFS_SB(root->d_sb);
+	struct unionfs_btable *bt = unionfs_bt_get(root->d_sb);
 	int i;
 
 	seq_puts(m, ",dirs=");
-	for (i = 0; i < sbi->nbranches; i++) {
-		struct unionfs_branch *br = &sbi->branches[i];
+	for (i = 0; i < bt->nbr; i++) {
+		struct unionfs_branch *br = bt->br[i];
 
 		if (i)
 			seq_putc(m, ':');
 		seq_escape(m, br->name, ", \t\n\\");
-		seq_printf(m, "=%s", br->mode == UNIONFS_BR_RW ? "rw" : "ro");
+		seq_printf(m, "=%s", READ_ONCE(br->mode) == UNIONFS_BR_RW ?
+			   "rw" : "ro");
 	}
+	unionfs_bt_put(bt);
 	return 0;
 }
 
@@ -142,15 +128,36 @@ struct unionfs_fs_context {
 	char *dirs;			/* raw dirs= value */
 	int nspecs;
 	struct unionfs_branch_spec *specs;
+	char *cmds;			/* remount commands, '\n'-separated */
+	size_t cmdlen;
 };
 
-enum { Opt_dirs };
+enum { Opt_dirs, Opt_add, Opt_del, Opt_mode, Opt_incgen };
 
 static const struct fs_parameter_spec unionfs_param_specs[] = {
 	__fsparam(fs_param_is_string, "dirs", Opt_dirs, fs_param_can_be_empty,
 		  NULL),
+	fsparam_string("add", Opt_add),
+	fsparam_string("del", Opt_del),
+	fsparam_string("mode", Opt_mode),
+	fsparam_flag("incgen", Opt_incgen),
 	{}
 };
+
+/* Queue a remount command; they run in order in ->reconfigure. */
+static int unionfs_add_cmd(struct unionfs_fs_context *ctx, const char *key,
+			   const char *val)
+{
+	size_t len = strlen(key) + (val ? strlen(val) + 1 : 0) + 1;
+	char *p = krealloc(ctx->cmds, ctx->cmdlen + len + 1, GFP_KERNEL);
+
+	if (!p)
+		return -ENOMEM;
+	ctx->cmds = p;
+	ctx->cmdlen += sprintf(p + ctx->cmdlen, val ? "%s=%s\n" : "%s\n",
+			       key, val);
+	return 0;
+}
 
 static void unionfs_free_specs(struct unionfs_fs_context *ctx)
 {
@@ -232,6 +239,12 @@ static int unionfs_parse_param(struct fs_context *fc,
 	if (opt < 0)
 		return opt;
 
+	if (opt != Opt_dirs &&
+	    fc->purpose != FS_CONTEXT_FOR_RECONFIGURE) {
+		pr_warn("mount: '%s' is a remount command (mount -o remount,%s=...)\n",
+			param->key, param->key);
+		return -EINVAL;
+	}
 	switch (opt) {
 	case Opt_dirs:
 		kfree(ctx->dirs);
@@ -239,6 +252,10 @@ static int unionfs_parse_param(struct fs_context *fc,
 		ctx->dirs = param->string;
 		param->string = NULL;
 		break;
+	case Opt_incgen:
+		return unionfs_add_cmd(ctx, param->key, NULL);
+	default:
+		return unionfs_add_cmd(ctx, param->key, param->string);
 	}
 	return 0;
 }
@@ -268,30 +285,32 @@ static char *unionfs_canonical_name(struct path *path)
 	return name ?: ERR_PTR(-ENOMEM);
 }
 
-/* Resolve and validate the branches of @ctx into @sbi. */
+/* Resolve and validate the branches of @ctx into the table @bt. */
 static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
+				  struct unionfs_btable *bt,
 				  struct unionfs_fs_context *ctx,
 				  int *stack_depth)
 {
 	int i, j, err;
 
-	sbi->branches = kcalloc(ctx->nspecs, sizeof(*sbi->branches),
-				GFP_KERNEL);
-	if (!sbi->branches)
-		return -ENOMEM;
-
 	*stack_depth = 0;
 	for (i = 0; i < ctx->nspecs; i++) {
-		struct unionfs_branch *br = &sbi->branches[i];
+		struct unionfs_branch *br;
 		const char *name = ctx->specs[i].path;
 
+		br = kzalloc(sizeof(*br), GFP_KERNEL);
+		if (!br)
+			return -ENOMEM;
+		refcount_set(&br->ref, 1);
 		err = kern_path(name, LOOKUP_FOLLOW, &br->path);
 		if (err) {
+			kfree(br);
 			pr_warn("mount: branch %d '%s': lookup failed (%d)\n",
 				i, name, err);
 			return err;
 		}
-		sbi->nbranches = i + 1;
+		bt->br[i] = br;
+		bt->nbr = i + 1;
 		if (!d_is_dir(br->path.dentry)) {
 			pr_warn("mount: branch %d '%s' is not a directory\n",
 				i, name);
@@ -326,7 +345,7 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 		}
 		br->fsidx = i;
 		for (j = 0; j < i; j++) {
-			struct unionfs_branch *o = &sbi->branches[j];
+			struct unionfs_branch *o = bt->br[j];
 
 			if (unionfs_overlaps(&o->path, &br->path)) {
 				pr_warn("mount: branches %d '%s' and %d '%s' overlap\n",
@@ -351,6 +370,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	struct unionfs_fs_context *ctx = fc->fs_private;
 	struct unionfs_sb_info *sbi;
 	struct unionfs_dentry_info *ud;
+	struct unionfs_btable *bt;
 	struct inode *inode;
 	int err, depth, i;
 	loff_t maxbytes = 0;
@@ -370,16 +390,23 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 	sbi->sb = sb;
 	atomic_set(&sbi->generation, 1);
+	mutex_init(&sbi->bt_lock);
+	INIT_LIST_HEAD(&sbi->retired);
 	sb->s_fs_info = sbi;
 
-	err = unionfs_setup_branches(sbi, ctx, &depth);
+	bt = unionfs_bt_alloc(sb, ctx->nspecs);
+	if (!bt)
+		return -ENOMEM;
+	bt->gen = 1;
+	RCU_INIT_POINTER(sbi->bt, bt);
+	err = unionfs_setup_branches(sbi, bt, ctx, &depth);
 	if (err)
-		return err;	/* kill_sb frees sbi */
+		return err;	/* kill_sb frees sbi and the table */
 
 	if (!(fc->sb_flags & SB_RDONLY) &&
-	    sbi->branches[0].mode != UNIONFS_BR_RW) {
+	    bt->br[0]->mode != UNIONFS_BR_RW) {
 		pr_warn("mount: leftmost branch '%s' must be rw unless the union is mounted ro\n",
-			sbi->branches[0].name);
+			bt->br[0]->name);
 		return -EINVAL;
 	}
 
@@ -387,9 +414,9 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!sbi->creator_cred)
 		return -ENOMEM;
 
-	for (i = 0; i < sbi->nbranches; i++)
+	for (i = 0; i < bt->nbr; i++)
 		maxbytes = max(maxbytes,
-			       sbi->branches[i].path.mnt->mnt_sb->s_maxbytes);
+			       bt->br[i]->path.mnt->mnt_sb->s_maxbytes);
 
 	sb->s_stack_depth = depth + 1;
 	sb->s_magic = UNIONFS_SUPER_MAGIC;
@@ -400,21 +427,21 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_time_gran = 1;
 	sb->s_flags |= SB_POSIXACL;
 
-	ud = unionfs_alloc_dinfo(sbi->nbranches);
+	ud = unionfs_alloc_dinfo(bt);
 	if (!ud)
 		return -ENOMEM;
 	ud->bstart = 0;
-	ud->bend = sbi->nbranches - 1;
-	for (i = 0; i < sbi->nbranches; i++) {
-		ud->lower[i] = dget(sbi->branches[i].path.dentry);
+	ud->bend = bt->nbr - 1;
+	for (i = 0; i < bt->nbr; i++) {
+		ud->lower[i] = dget(bt->br[i]->path.dentry);
 		if (i < ud->bend &&
-		    unionfs_is_opaque_dir(sbi->branches[i].path.dentry) > 0) {
+		    unionfs_is_opaque_dir(bt->br[i]->path.dentry) > 0) {
 			ud->bend = i;
 			ud->bopaque = i;
 			break;
 		}
 	}
-	ud->generation = unionfs_sb_gen(sb);
+	ud->generation = bt->gen;
 
 	inode = unionfs_iget(sb, ud);
 	if (IS_ERR(inode)) {
@@ -427,6 +454,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 	}
 	sb->s_root->d_fsdata = ud;
+	unionfs_debugfs_mount(sb);
 	return 0;
 }
 
@@ -439,44 +467,50 @@ static int unionfs_reconfigure(struct fs_context *fc)
 {
 	struct unionfs_fs_context *ctx = fc->fs_private;
 	struct super_block *sb = fc->root->d_sb;
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
-	int i, err;
+	struct unionfs_btable *bt;
+	bool ro = fc->sb_flags & SB_RDONLY;
+	int i, err = 0;
 
 	sync_filesystem(sb);
-	if (!ctx->dirs)
-		goto check_ro;
-	/* mount(8) passes dirs= back on remount: accept it if unchanged. */
-	if (!ctx->specs) {
-		err = unionfs_parse_dirs(ctx);
-		if (err)
-			return err;
-	}
-	if (ctx->nspecs != sbi->nbranches)
-		goto changed;
-	for (i = 0; i < ctx->nspecs; i++) {
-		struct path path;
-		bool same;
+	bt = unionfs_bt_get(sb);
+	if (ctx->dirs) {
+		/* mount(8) passes dirs= back on remount: accept it unchanged */
+		if (!ctx->specs) {
+			err = unionfs_parse_dirs(ctx);
+			if (err)
+				goto out;
+		}
+		if (ctx->nspecs != bt->nbr)
+			goto changed;
+		for (i = 0; i < ctx->nspecs; i++) {
+			struct path path;
+			bool same;
 
-		err = kern_path(ctx->specs[i].path, LOOKUP_FOLLOW, &path);
-		if (err)
-			goto changed;
-		same = path_equal(&path, &sbi->branches[i].path) &&
-		       ctx->specs[i].mode == sbi->branches[i].mode;
-		path_put(&path);
-		if (!same)
-			goto changed;
+			if (kern_path(ctx->specs[i].path, LOOKUP_FOLLOW, &path))
+				goto changed;
+			same = path_equal(&path, &bt->br[i]->path) &&
+			       ctx->specs[i].mode == READ_ONCE(bt->br[i]->mode);
+			path_put(&path);
+			if (!same)
+				goto changed;
+		}
 	}
-check_ro:
-	if (!(fc->sb_flags & SB_RDONLY) &&
-	    sbi->branches[0].mode != UNIONFS_BR_RW) {
+	if (ctx->cmds) {
+		err = unionfs_remount_branches(sb, ctx->cmds, ro);
+		goto out;
+	}
+	if (!ro && READ_ONCE(bt->br[0]->mode) != UNIONFS_BR_RW) {
 		pr_warn("remount: leftmost branch '%s' is ro; the union must stay ro\n",
-			sbi->branches[0].name);
-		return -EINVAL;
+			bt->br[0]->name);
+		err = -EINVAL;
 	}
-	return 0;
+	goto out;
 changed:
 	pr_warn("remount: dirs= cannot change the branch list; use add=, del= or mode=\n");
-	return -EINVAL;
+	err = -EINVAL;
+out:
+	unionfs_bt_put(bt);
+	return err;
 }
 
 static void unionfs_free_fc(struct fs_context *fc)
@@ -487,6 +521,7 @@ static void unionfs_free_fc(struct fs_context *fc)
 		return;
 	unionfs_free_specs(ctx);
 	kfree(ctx->dirs);
+	kfree(ctx->cmds);
 	kfree(ctx);
 }
 
@@ -513,7 +548,11 @@ static void unionfs_kill_sb(struct super_block *sb)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 
+	if (sbi)
+		unionfs_debugfs_umount(sb);
 	kill_anon_super(sb);
+	/* evicted inodes release their branch references asynchronously */
+	unionfs_inode_wq_flush();
 	unionfs_free_sbi(sbi);
 }
 
@@ -536,9 +575,12 @@ static int __init unionfs_init(void)
 					unionfs_inode_once);
 	if (!unionfs_inode_cachep)
 		return -ENOMEM;
-	err = unionfs_debugfs_init();
+	err = unionfs_inode_wq_init();
 	if (err)
 		goto out_cache;
+	err = unionfs_debugfs_init();
+	if (err)
+		goto out_wq;
 	err = register_filesystem(&unionfs_fs_type);
 	if (err)
 		goto out_debugfs;
@@ -546,6 +588,8 @@ static int __init unionfs_init(void)
 	return 0;
 out_debugfs:
 	unionfs_debugfs_exit();
+out_wq:
+	unionfs_inode_wq_exit();
 out_cache:
 	kmem_cache_destroy(unionfs_inode_cachep);
 	return err;
@@ -555,6 +599,7 @@ static void __exit unionfs_exit(void)
 {
 	unregister_filesystem(&unionfs_fs_type);
 	unionfs_debugfs_exit();
+	unionfs_inode_wq_exit();
 	rcu_barrier();
 	kmem_cache_destroy(unionfs_inode_cachep);
 	pr_info("unloaded\n");

@@ -24,6 +24,8 @@
 #include <linux/atomic.h>
 #include <linux/list.h>
 #include <linux/jump_label.h>
+#include <linux/refcount.h>
+#include <linux/workqueue.h>
 
 #define UNIONFS_SUPER_MAGIC	0xf15f083d
 #define UNIONFS_MAX_BRANCHES	128
@@ -39,31 +41,63 @@
 #define UNIONFS_BR_RO		0
 #define UNIONFS_BR_RW		1
 
+/*
+ * A branch. Referenced by every branch table that lists it; freed (and its
+ * path released) with the last table, so that objects still built against
+ * an old table keep their branch mounts pinned.
+ */
 struct unionfs_branch {
+	refcount_t ref;
 	struct path path;	/* branch root (holds the mount and dentry) */
-	char *name;		/* path as given by the user */
+	char *name;		/* canonical path of the branch root */
 	int mode;		/* UNIONFS_BR_RO or UNIONFS_BR_RW */
 	int id;			/* stable id, never reused within a mount */
 	unsigned int fsidx;	/* inode number space of the branch's sb */
 	atomic_t open_files;	/* files of the union open on this branch */
 };
 
+/*
+ * The branch table: branches in priority order. Replaced as a whole (and
+ * the generation bumped) by every branch change; dentries and inodes hold
+ * the table they were built against, so their branch indexes stay valid.
+ */
+struct unionfs_btable {
+	refcount_t ref;
+	struct super_block *sb;
+	int gen;
+	int nbr;
+	struct rcu_head rcu;
+	struct unionfs_branch *br[];
+};
+
+/* kinds of direct branch modification detected (hazard counters) */
+enum {
+	UNIONFS_HZ_VANISHED,	/* the winning lower entry went away */
+	UNIONFS_HZ_REPLACED,	/* it now names another object */
+	UNIONFS_HZ_DIR_CHANGED,	/* a lower directory changed under a name */
+	UNIONFS_HZ_MAX
+};
+#define UNIONFS_SB_NOTICED	0	/* flags bit: pr_notice given */
+
 struct unionfs_sb_info {
 	struct super_block *sb;
-	int nbranches;
-	struct unionfs_branch *branches;
+	struct unionfs_btable __rcu *bt;	/* current table */
+	struct mutex bt_lock;		/* serializes table changes */
 	atomic_t generation;
 	const struct cred *creator_cred;
 	int next_branch_id;
 	atomic64_t tmp_seq;	/* for temporary names */
-	struct dentry *debugfs_dir;
+	struct list_head retired;	/* old root dentry infos */
+	struct dentry *debugfs_dir;	/* per-mount view */
+	atomic_long_t hazards[UNIONFS_HZ_MAX];	/* direct changes seen */
+	unsigned long flags;		/* UNIONFS_SB_* bits */
 };
 
 /*
- * Per-dentry state: the lower dentries, indexed by branch. The array only
- * holds positive lower dentries (and, for a negative union dentry, none).
- * Fields change under @lock; the struct is freed after an RCU grace period
- * because d_revalidate reads it in RCU walk.
+ * Per-dentry state: the lower dentries, indexed by branch of @bt. The
+ * array only holds positive lower dentries. Fields change under @lock; the
+ * struct is freed after an RCU grace period because d_revalidate reads it
+ * in RCU walk.
  */
 struct unionfs_dentry_info {
 	spinlock_t lock;
@@ -72,27 +106,36 @@ struct unionfs_dentry_info {
 	int bopaque;		/* branch whose dir is opaque, -1 if none */
 	int bwh;		/* branch whose whiteout hid the name, or -1 */
 	int generation;
-	int nbr;		/* size of lower[] */
+	u64 psnap;		/* parent's lower dirs' ctimes at lookup */
+	int nbr;		/* size of lower[] == bt->nbr */
+	struct unionfs_btable *bt;
+	struct list_head retired;
 	struct rcu_head rcu;
 	struct dentry *lower[];
+};
+
+/* The lower inodes of a union inode, indexed by branch of @bt. */
+struct unionfs_ivec {
+	struct unionfs_btable *bt;
+	int bstart;
+	int bend;
+	int nbr;
+	struct rcu_work rwork;
+	struct inode *lower[];
 };
 
 struct unionfs_inode_info {
 	struct inode vfs_inode;
 	struct mutex cu_lock;	/* serializes copy-up of this object */
-	int bstart;
-	int bend;
-	int generation;
-	int nbr;
-	struct inode **lower;	/* freed after RCU grace period */
+	struct unionfs_ivec __rcu *vec;
 	struct inode *key;	/* lower inode this inode is hashed by */
 	u64 dir_version;	/* bumped by every change made through us */
+	u64 snap;		/* lower dirs' ctimes after our own changes */
 };
 
 struct unionfs_file_info {
 	struct file *lower;	/* the open branch file (not for merged dirs) */
-	int bindex;
-	int branch_id;
+	struct unionfs_branch *br;	/* its branch, referenced */
 	int generation;
 	struct unionfs_rdcache *rdcache;	/* merged readdir state */
 };
@@ -117,16 +160,22 @@ static inline struct unionfs_file_info *UNIONFS_F(const struct file *file)
 	return file->private_data;
 }
 
-static inline struct unionfs_branch *unionfs_branch(struct super_block *sb,
-						    int bindex)
+static inline struct unionfs_branch *unionfs_br(struct unionfs_btable *bt,
+					       int bindex)
 {
-	return &UNIONFS_SB(sb)->branches[bindex];
+	return bt->br[bindex];
 }
 
-static inline struct vfsmount *unionfs_lower_mnt(struct super_block *sb,
-						 int bindex)
+static inline struct vfsmount *unionfs_mnt(struct unionfs_btable *bt,
+					   int bindex)
 {
-	return UNIONFS_SB(sb)->branches[bindex].path.mnt;
+	return bt->br[bindex]->path.mnt;
+}
+
+/* The branch table a dentry was built against. */
+static inline struct unionfs_btable *unionfs_dbt(const struct dentry *d)
+{
+	return UNIONFS_D(d)->bt;
 }
 
 static inline int unionfs_sb_gen(struct super_block *sb)
@@ -134,13 +183,29 @@ static inline int unionfs_sb_gen(struct super_block *sb)
 	return atomic_read(&UNIONFS_SB(sb)->generation);
 }
 
-/* A branch we may modify: rw mode and a writable lower superblock. */
-static inline bool unionfs_branch_writable(struct super_block *sb, int bindex)
+/* A branch we may modify: rw mode and a writable lower mount. */
+static inline bool unionfs_br_writable(struct unionfs_branch *br)
 {
-	struct unionfs_branch *br = unionfs_branch(sb, bindex);
-
-	return br->mode == UNIONFS_BR_RW && !sb_rdonly(br->path.mnt->mnt_sb) &&
+	return READ_ONCE(br->mode) == UNIONFS_BR_RW &&
+	       !sb_rdonly(br->path.mnt->mnt_sb) &&
 	       !__mnt_is_readonly(br->path.mnt);
+}
+
+static inline bool unionfs_branch_writable(struct unionfs_btable *bt,
+					   int bindex)
+{
+	return unionfs_br_writable(bt->br[bindex]);
+}
+
+/* Account an open file on branch @bindex of @bt; returns the branch. */
+static inline struct unionfs_branch *unionfs_br_open(struct unionfs_btable *bt,
+						     int bindex)
+{
+	struct unionfs_branch *br = bt->br[bindex];
+
+	refcount_inc(&br->ref);
+	atomic_inc(&br->open_files);
+	return br;
 }
 
 static inline bool unionfs_is_whname(const char *name, int len)
@@ -159,8 +224,18 @@ void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend);
 extern struct file_system_type unionfs_fs_type;
 const struct cred *unionfs_override_creds(struct super_block *sb);
 
+/* branch.c */
+struct unionfs_btable *unionfs_bt_get(struct super_block *sb);
+void unionfs_bt_put(struct unionfs_btable *bt);
+struct unionfs_btable *unionfs_bt_alloc(struct super_block *sb, int nbr);
+void unionfs_branch_put(struct unionfs_branch *br);
+int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br);
+int unionfs_remount_branches(struct super_block *sb, char *cmds,
+			     bool sb_ro);
+void unionfs_bump_gen(struct super_block *sb, const char *cause);
+
 /* lookup.c */
-struct unionfs_dentry_info *unionfs_alloc_dinfo(int nbr);
+struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt);
 void unionfs_free_dinfo(struct unionfs_dentry_info *ud);
 struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 			      unsigned int flags);
@@ -181,9 +256,16 @@ extern const struct inode_operations unionfs_dir_iops;
 extern const struct inode_operations unionfs_symlink_iops;
 extern const struct inode_operations unionfs_special_iops;
 void unionfs_copy_attr(struct inode *inode, const struct inode *lower);
-void unionfs_inode_set_lower(struct inode *inode, int bindex,
-			     struct inode *lower);
+int unionfs_inode_wq_init(void);
+void unionfs_inode_wq_flush(void);
+void unionfs_inode_wq_exit(void);
+void unionfs_ivec_free(struct unionfs_ivec *vec);
+int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud);
 void unionfs_dir_changed(struct inode *dir);
+u64 unionfs_dir_snap(struct inode *dir);
+void unionfs_hazard(struct super_block *sb, int kind, int bindex,
+		    const char *name, const char *what);
+const char *unionfs_hazard_name(int kind);
 int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud);
 
 /* file.c */
@@ -195,7 +277,7 @@ int unionfs_check_empty(struct dentry *dentry, int *has_whiteouts);
 void unionfs_rdcache_free(struct unionfs_rdcache *rdc);
 
 /* copyup.c */
-int unionfs_nearest_writable(struct super_block *sb, int bindex);
+int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);
 int unionfs_copyup_dentry(struct dentry *dentry, int target,
 			  const char *reason, loff_t len);
 int unionfs_copyup_parents(struct dentry *dentry, int target);
@@ -204,17 +286,17 @@ int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len);
 
 /* whiteout.c (the _locked variants need the lower parent locked) */
-int unionfs_whiteout_locked(struct super_block *sb, int bindex,
+int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,
 			    const char *reason);
-int unionfs_remove_whiteout_locked(struct super_block *sb, int bindex,
+int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 				   struct dentry *lparent,
 				   const struct qstr *name, const char *reason);
 int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 			    int bindex, const char *reason);
-int unionfs_make_opaque(struct super_block *sb, int bindex,
+int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *lower_dir, const char *reason);
-int unionfs_clean_whiteouts(struct super_block *sb, int bindex,
+int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lower_dir);
 char *unionfs_whname(const struct qstr *name);
 
@@ -223,6 +305,11 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 		   struct dentry *old_dentry, struct inode *new_dir,
 		   struct dentry *new_dentry, unsigned int flags);
 
+/* ioctl.c */
+long unionfs_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+long unionfs_compat_ioctl(struct file *file, unsigned int cmd,
+			  unsigned long arg);
+
 /* xattr.c */
 extern const struct xattr_handler *unionfs_xattr_handlers[];
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
@@ -230,6 +317,8 @@ ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
 /* debugfs.c: fault injection */
 int unionfs_debugfs_init(void);
 void unionfs_debugfs_exit(void);
+void unionfs_debugfs_mount(struct super_block *sb);
+void unionfs_debugfs_umount(struct super_block *sb);
 int unionfs_fault_slow(const char *site);
 DECLARE_STATIC_KEY_FALSE(unionfs_fault_key);
 /* 0, or the negative errno armed for @site in debugfs */

@@ -12,7 +12,7 @@
 
 #include "unionfs_trace.h"
 
-int unionfs_whiteout_locked(struct super_block *sb, int bindex,
+int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,
 			    const char *reason)
 {
@@ -29,7 +29,7 @@ int unionfs_whiteout_locked(struct super_block *sb, int bindex,
 		if (d_really_is_negative(wh)) {
 			err = UNIONFS_FAULT("whiteout");
 			if (!err)
-				err = unionfs_do_create(sb, bindex,
+				err = unionfs_do_create(bt, bindex,
 							d_inode(lparent), wh,
 							S_IFREG | 0);
 		} else if (!d_is_reg(wh)) {
@@ -37,12 +37,12 @@ int unionfs_whiteout_locked(struct super_block *sb, int bindex,
 		}
 		dput(wh);
 	}
-	trace_unionfs_whiteout_create(sb, whname, bindex, reason, err);
+	trace_unionfs_whiteout_create(bt->sb, whname, bindex, reason, err);
 	kfree(whname);
 	return err;
 }
 
-int unionfs_remove_whiteout_locked(struct super_block *sb, int bindex,
+int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 				   struct dentry *lparent,
 				   const struct qstr *name, const char *reason)
 {
@@ -57,11 +57,11 @@ int unionfs_remove_whiteout_locked(struct super_block *sb, int bindex,
 	err = PTR_ERR_OR_ZERO(wh);
 	if (!err) {
 		if (d_really_is_positive(wh) && d_is_reg(wh))
-			err = unionfs_do_unlink(sb, bindex, d_inode(lparent),
+			err = unionfs_do_unlink(bt, bindex, d_inode(lparent),
 						wh);
 		dput(wh);
 	}
-	trace_unionfs_whiteout_remove(sb, whname, bindex, reason, err);
+	trace_unionfs_whiteout_remove(bt->sb, whname, bindex, reason, err);
 	kfree(whname);
 	return err;
 }
@@ -71,6 +71,7 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 			    int bindex, const char *reason)
 {
 	struct super_block *sb = parent->d_sb;
+	struct unionfs_btable *bt = unionfs_dbt(parent);
 	struct dentry *lparent;
 	const struct cred *old;
 	int err;
@@ -81,22 +82,22 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 	lparent = unionfs_lower_dentry_get(parent, bindex);
 	if (!lparent)
 		return -ESTALE;
-	err = unionfs_want_write(sb, bindex);
+	err = unionfs_want_write(bt, bindex);
 	if (!err) {
 		old = unionfs_override_creds(sb);
 		inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
-		err = unionfs_whiteout_locked(sb, bindex, lparent, name,
+		err = unionfs_whiteout_locked(bt, bindex, lparent, name,
 					      reason);
 		inode_unlock(d_inode(lparent));
 		revert_creds(old);
-		unionfs_drop_write(sb, bindex);
+		unionfs_drop_write(bt, bindex);
 	}
 	dput(lparent);
 	return err;
 }
 
 /* Mark @ldir opaque. Caller has write access and overrides creds. */
-int unionfs_make_opaque(struct super_block *sb, int bindex,
+int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *ldir, const char *reason)
 {
 	struct dentry *d;
@@ -109,14 +110,14 @@ int unionfs_make_opaque(struct super_block *sb, int bindex,
 		if (d_really_is_negative(d)) {
 			err = UNIONFS_FAULT("opaque");
 			if (!err)
-				err = unionfs_do_create(sb, bindex,
+				err = unionfs_do_create(bt, bindex,
 							d_inode(ldir), d,
 							S_IFREG | 0);
 		}
 		dput(d);
 	}
 	inode_unlock(d_inode(ldir));
-	trace_unionfs_opaque_mark(sb, ldir->d_name.name, bindex, reason, err);
+	trace_unionfs_opaque_mark(bt->sb, ldir->d_name.name, bindex, reason, err);
 	return err;
 }
 
@@ -158,7 +159,7 @@ static bool unionfs_collect_wh(struct dir_context *ctx, const char *name,
  * temporaries) from @ldir, which must be logically empty. Caller has write
  * access and overrides creds.
  */
-int unionfs_clean_whiteouts(struct super_block *sb, int bindex,
+int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			    struct dentry *ldir)
 {
 	struct unionfs_whlist wl = {
@@ -169,7 +170,7 @@ int unionfs_clean_whiteouts(struct super_block *sb, int bindex,
 	struct file *f;
 	int err;
 
-	f = unionfs_do_open(sb, bindex, ldir, O_RDONLY | O_DIRECTORY,
+	f = unionfs_do_open(bt, bindex, ldir, O_RDONLY | O_DIRECTORY,
 			    current_cred());
 	if (IS_ERR(f))
 		return PTR_ERR(f);
@@ -188,15 +189,15 @@ int unionfs_clean_whiteouts(struct super_block *sb, int bindex,
 				err = PTR_ERR(d);
 			} else {
 				if (d_is_reg(d))
-					err = unionfs_do_unlink(sb, bindex,
+					err = unionfs_do_unlink(bt, bindex,
 								d_inode(ldir),
 								d);
 				else if (d_is_dir(d))
-					err = unionfs_do_rmdir(sb, bindex,
+					err = unionfs_do_rmdir(bt, bindex,
 							       d_inode(ldir),
 							       d);
 				if (!err && d_is_reg(d))
-					trace_unionfs_whiteout_remove(sb,
+					trace_unionfs_whiteout_remove(bt->sb,
 						e->name, bindex, "clean", 0);
 				dput(d);
 			}

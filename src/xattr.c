@@ -30,7 +30,7 @@ static int unionfs_xattr_set(const struct xattr_handler *handler,
 			     const char *name, const void *value, size_t size,
 			     int flags)
 {
-	struct super_block *sb = dentry->d_sb;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	struct dentry *ld;
 	int b, err;
 
@@ -40,14 +40,14 @@ static int unionfs_xattr_set(const struct xattr_handler *handler,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	err = unionfs_want_write(sb, b);
+	err = unionfs_want_write(bt, b);
 	if (!err) {
 		if (value)
-			err = unionfs_do_setxattr(sb, b, ld, name, value, size,
+			err = unionfs_do_setxattr(bt, b, ld, name, value, size,
 						  flags);
 		else
-			err = unionfs_do_removexattr(sb, b, ld, name);
-		unionfs_drop_write(sb, b);
+			err = unionfs_do_removexattr(bt, b, ld, name);
+		unionfs_drop_write(bt, b);
 	}
 	if (d_really_is_positive(ld))
 		unionfs_copy_attr(inode, d_inode(ld));

@@ -260,6 +260,30 @@ TRACE_EVENT(unionfs_readdir,
 		  __entry->cached, __entry->err)
 );
 
+/* A change made to a branch directly, not through the union. */
+TRACE_EVENT(unionfs_hazard,
+	TP_PROTO(struct super_block *sb, const char *kind, int bindex,
+		 const char *name, const char *what),
+	TP_ARGS(sb, kind, bindex, name, what),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(kind, kind)
+		__field(int, bindex)
+		__string(name, name)
+		__string(what, what)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(kind, kind);
+		__entry->bindex = bindex;
+		__assign_str(name, name);
+		__assign_str(what, what);
+	),
+	TP_printk("dev %d:%d kind %s branch %d name %s what %s",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(kind),
+		  __entry->bindex, __get_str(name), __get_str(what))
+);
+
 #endif /* _UNIONFS_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: ioctls (uapi/unionfs.h): UNIONFS_IOCTL_INCGEN and
+ * UNIONFS_IOCTL_QUERYFILE. Other ioctls are refused with -ENOTTY: the
+ * flag ioctls reach the branch through ->fileattr_get, FIEMAP is not
+ * forwarded.
+ */
+#include "union.h"
+#include "lower.h"
+#include "uapi/unionfs.h"
+
+#include <linux/compat.h>
+#include <linux/uaccess.h>
+#include <linux/capability.h>
+
+static long unionfs_ioctl_incgen(struct file *file)
+{
+	struct super_block *sb = file_inode(file)->i_sb;
+	int err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	down_write(&sb->s_umount);
+	{
+		char cmd[] = "incgen";
+
+		err = unionfs_remount_branches(sb, cmd, sb_rdonly(sb));
+	}
+	up_write(&sb->s_umount);
+	return err ?: unionfs_sb_gen(sb);
+}
+
+static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
+{
+	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_query q = { };
+	struct dentry *parent;
+	const struct cred *old;
+	int b, n = 0, pstart, pend;
+
+	q.nbranches = bt->nbr;
+	q.generation = unionfs_sb_gen(dentry->d_sb);
+	if (IS_ROOT(dentry)) {
+		for (b = 0; b < bt->nbr; b++) {
+			q.branches[b / 64] |= 1ULL << (b % 64);
+			n++;
+		}
+		goto out;
+	}
+	parent = dget_parent(dentry);
+	if (unionfs_dbt(parent) != bt) {
+		dput(parent);
+		return -ESTALE;
+	}
+	unionfs_get_range(parent, &pstart, &pend);
+	old = unionfs_override_creds(dentry->d_sb);
+	for (b = max(pstart, 0); b <= pend; b++) {
+		struct dentry *lp = unionfs_lower_dentry_get(parent, b), *ld;
+
+		if (!lp)
+			continue;
+		ld = d_can_lookup(lp) ?
+		     unionfs_do_lookup(bt, b, lp, dentry->d_name.name,
+				       dentry->d_name.len) : NULL;
+		if (!IS_ERR_OR_NULL(ld) && d_really_is_positive(ld)) {
+			q.branches[b / 64] |= 1ULL << (b % 64);
+			n++;
+		}
+		if (!IS_ERR(ld))
+			dput(ld);
+		dput(lp);
+	}
+	revert_creds(old);
+	dput(parent);
+out:
+	if (copy_to_user(arg, &q, sizeof(q)))
+		return -EFAULT;
+	return n;
+}
+
+long unionfs_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	switch (cmd) {
+	case UNIONFS_IOCTL_INCGEN:
+		return unionfs_ioctl_incgen(file);
+	case UNIONFS_IOCTL_QUERYFILE:
+		return unionfs_ioctl_queryfile(file, (void __user *)arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+#ifdef CONFIG_COMPAT
+long unionfs_compat_ioctl(struct file *file, unsigned int cmd,
+			  unsigned long arg)
+{
+	return unionfs_ioctl(file, cmd, (unsigned long)compat_ptr(arg));
+}
+#endif

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Branch management at run time: remount add=/del=/mode=/incgen (all or nothing),
+# generation numbers, open files across branch changes, the INCGEN/QUERYFILE
+# ioctls and unionctl(8).
+. "$(dirname "$0")/../lib.sh"
+. tests/unionfs-lib.sh
+require_guest
+mk_tmpdir
+chmod 755 "$T"
+branch_fs tmpfs "$T" 6
+M=$T/m; mkdir -p "$M"
+B0=$T/b0 B1=$T/b1 B2=$T/b2 B3=$T/b3 B4=$T/b4 B5=$T/b5
+U=build/unionctl
+dirs() { awk -v m="$M" '$2 == m { print $4 }' /proc/mounts | tr ',' '\n' | sed -n 's/^dirs=//p'; }
+gen() { sed -n 's/^generation //p' /sys/kernel/debug/unionfs/mounts/*/branches | tail -1; }
+
+echo b1 > "$B1/f"; echo b1 > "$B1/common"; echo b2 > "$B2/common"; echo b2 > "$B2/only2"
+echo b3 > "$B3/common"; echo head > "$B3/headfile"; mkdir "$B1/d" "$B2/d"; touch "$B1/d/x" "$B2/d/y"
+check "mount b0:b1=ro" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M"
+g0=$(gen)
+is "debugfs view lists branches" "$(grep -c "^[01] " /sys/kernel/debug/unionfs/mounts/*/branches)" 2
+
+# a file opened before the changes keeps working
+exec 7< "$M/f"
+echo w > "$M/wfile"; exec 8>> "$M/wfile"
+
+# insert at head, middle, tail
+is "add at head" "$($S remount "$M" "add=$B3=rw")" OK
+is "head branch in /proc/mounts" "$(dirs)" "$B3=rw:$B0=rw:$B1=ro"
+is "head branch visible in lookups" "$(cat "$M/common")" b3
+is "generation bumped" "$(( $(gen) > g0 ))" 1
+is "add in the middle" "$($S remount "$M" "add=$B1:$B2=ro")" OK
+is "middle branch in /proc/mounts" "$(dirs)" "$B3=rw:$B0=rw:$B2=ro:$B1=ro"
+is "middle branch visible in readdir" "$(names "$M/d" | tr '\n' ' ')" "x y "
+is "add at the tail" "$($S remount "$M" "add=:$B4=ro")" OK
+is "tail branch in /proc/mounts" "$(dirs)" "$B3=rw:$B0=rw:$B2=ro:$B1=ro:$B4=ro"
+is "file opened before the changes still reads" "$(cat <&7)" b1
+echo more >&8
+is "file opened before the changes still writes" "$(cat "$M/wfile" | tr '\n' ' ')" "w more "
+# remove, mode
+is "remove the head branch" "$($S remount "$M" "del=$B3")" OK
+is "removed branch gone from lookups" "$(cat "$M/common")" b2
+is "removed branch gone from readdir" "$(names "$M" | grep -c headfile)" 0
+is "mode change" "$($S remount "$M" "mode=$B2=rw")" OK
+is "mode change in /proc/mounts" "$(dirs)" "$B0=rw:$B2=rw:$B1=ro:$B4=ro"
+# all or nothing
+before=$(dirs); gb=$(gen)
+dmesg_mark
+is "combined remount with one bad command" "$($S remount "$M" "add=$B5,del=$T/nonexistent")" ENOENT
+is "bad command: one pr_warn line" "$(dmesg_since_mark | grep -c 'unionfs: ')" 1
+is "bad command changed nothing" "$(dirs)" "$before"
+is "bad command did not bump the generation" "$(gen)" "$gb"
+is "overlapping branch refused" "$($S remount "$M" "add=$B0/sub")" ENOENT
+mkdir "$B5/sub"
+is "overlapping branch refused (EINVAL)" "$($S remount "$M" "add=$B5,add=$B5/sub")" EINVAL
+is "ro leftmost branch on a rw union refused" "$($S remount "$M" "mode=$B0=ro")" EINVAL
+is "unknown remount command refused" "$($S remount "$M" "bogus=1")" EINVAL
+# EBUSY with an open file on the branch
+exec 9< "$M/only2"
+is "del of a branch with an open file" "$($S remount "$M" "del=$B2")" EBUSY
+exec 9<&-
+is "del after close" "$($S remount "$M" "del=$B2")" OK
+exec 7<&- 8>&-
+is "deleting every branch refused" "$($S remount "$M" "del=$B0,del=$B1,del=$B4")" EINVAL
+# ioctls
+is "QUERYFILE needs a union file" "$($S ioctl "$B0" 0x80041516 2>&1 | tail -1)" ENOTTY
+check "re-add b2, b3" mount -i -o "remount,add=:$B2=ro,add=:$B3=ro" "$M"
+out=$($U "$M" --query "$M/common")
+is "QUERYFILE: file in 3 branches" "$(head -1 <<< "$out" | cut -d' ' -f2-4)" "3 of 5"
+is "QUERYFILE: file in 1 branch" "$($U "$M" --query "$M/f" | head -1 | cut -d' ' -f2-4)" "1 of 5"
+echo x > "$B3/f"
+is "QUERYFILE: file in 2 branches (1: $B1, 4: $B3)" "$($U "$M" --query "$M/f" | sed 1d | cut -d' ' -f1 | tr '\n' ' ')" "1 4 "
+g1=$(gen)
+is "INCGEN as root" "$($U "$M" --incgen)" "generation $((g1 + 1))"
+is "INCGEN as uid 65534" "$(setpriv --reuid=65534 --regid=65534 --clear-groups $U "$M" --incgen 2>&1)" "unionctl: incgen: Operation not permitted"
+# unionctl commands and errors
+is "unionctl --list" "$($U "$M" --list | sed 1d | awk '{print $1 $2}' | tr '\n' ' ')" "0rw 1ro 2ro 3ro 4ro "
+check "unionctl --add --before" $U "$M" --add --before "$B1" "$B5=ro"
+is "unionctl --add --before placed it" "$($U "$M" --list | awk -v p="$B5" '$3 == p {print $1}')" 1
+check "unionctl --mode" $U "$M" --mode "$B5=rw"
+check "unionctl --remove" $U "$M" --remove "$B5"
+check "unionctl --add --after (tail)" $U "$M" --add --after "$B3" "$B5"
+is "unionctl --add --after placed it last" "$($U "$M" --list | tail -1 | awk '{print $3}')" "$B5"
+$U "$M" --remove "$T/nothere" >/dev/null 2>&1; is "unionctl --remove unknown: exit 1" "$?" 1
+$U /tmp --list >/dev/null 2>&1; is "unionctl on a non-union: exit 3" "$?" 3
+$U "$M" --frob >/dev/null 2>&1; is "unionctl usage error: exit 2" "$?" 2
+$U "$M" --mode "$B0=ro" >/dev/null 2>&1; is "unionctl refused mode change: exit 1" "$?" 1
+check "umount after branch churn" umount "$M"
+check "rmmod after branch churn" rmmod unionfs
+check "insmod again" insmod src/unionfs.ko
+finish
