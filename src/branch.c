@@ -67,6 +67,28 @@ struct unionfs_btable *unionfs_bt_get(struct super_block *sb)
 	return bt;
 }
 
+/* The root's dentry info for @bt: every branch root, down to an opaque one. */
+struct unionfs_dentry_info *unionfs_root_dinfo(struct unionfs_btable *bt)
+{
+	struct unionfs_dentry_info *ud = unionfs_alloc_dinfo(bt);
+	int i;
+
+	if (!ud)
+		return NULL;
+	ud->bstart = 0;
+	ud->bend = bt->nbr - 1;
+	for (i = 0; i < bt->nbr; i++) {
+		ud->lower[i] = dget(bt->br[i]->path.dentry);
+		if (i < ud->bend &&
+		    unionfs_is_opaque_dir(bt->br[i]->path.dentry) > 0) {
+			ud->bend = i;
+			ud->bopaque = i;
+			break;
+		}
+	}
+	return ud;
+}
+
 int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br)
 {
 	int i;
@@ -290,24 +312,12 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 	struct dentry *root = sb->s_root;
 	struct unionfs_dentry_info *ud, *old;
 	struct unionfs_btable *oldbt;
-	int i, err;
+	int err;
 
 	bt->gen = atomic_read(&sbi->generation) + 1;
-	ud = unionfs_alloc_dinfo(bt);
+	ud = unionfs_root_dinfo(bt);
 	if (!ud)
 		return -ENOMEM;
-	ud->bstart = 0;
-	ud->bend = bt->nbr - 1;
-	ud->generation = bt->gen;
-	for (i = 0; i < bt->nbr; i++) {
-		ud->lower[i] = dget(bt->br[i]->path.dentry);
-		if (i < ud->bend &&
-		    unionfs_is_opaque_dir(bt->br[i]->path.dentry) > 0) {
-			ud->bend = i;
-			ud->bopaque = i;
-			break;
-		}
-	}
 	err = unionfs_inode_set_vec(d_inode(root), ud);
 	if (err) {
 		unionfs_free_dinfo(ud);

@@ -21,11 +21,12 @@
 #include <linux/security.h>
 #include <linux/sched/signal.h>
 #include <linux/ktime.h>
+#include <linux/sizes.h>
 #include <linux/posix_acl_xattr.h>
 
 #include "unionfs_trace.h"
 
-#define UNIONFS_CHUNK	(1 << 20)
+#define UNIONFS_CHUNK	SZ_1M
 
 int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex)
 {

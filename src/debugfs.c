@@ -361,12 +361,13 @@ DEFINE_SHOW_ATTRIBUTE(unionfs_hazards);
 
 void unionfs_debugfs_mount(struct super_block *sb)
 {
+	struct dentry *dir;
 	char name[32];
 
 	snprintf(name, sizeof(name), "%u:%u", MAJOR(sb->s_dev),
 		 MINOR(sb->s_dev));
-	UNIONFS_SB(sb)->debugfs_dir = debugfs_create_dir(name,
-						unionfs_debugfs_mounts);
+	dir = debugfs_create_dir(name, unionfs_debugfs_mounts);
+	UNIONFS_SB(sb)->debugfs_dir = dir;
 	debugfs_create_file("branches", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
 			    &unionfs_branches_fops);
 	debugfs_create_file("hazards", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,

@@ -284,8 +284,10 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 			.caller = ctx,
 			.fsidx = fi->br->fsidx,
 		};
-		int err;
+		int err = UNIONFS_FAULT("readdir");
 
+		if (err)
+			return err;
 		fi->lower->f_pos = ctx->pos;
 		err = iterate_dir(fi->lower, &pt.ctx);
 		ctx->pos = fi->lower->f_pos;

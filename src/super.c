@@ -132,15 +132,15 @@ struct unionfs_fs_context {
 	size_t cmdlen;
 };
 
-enum { Opt_dirs, Opt_add, Opt_del, Opt_mode, Opt_incgen };
+enum { OPT_DIRS, OPT_ADD, OPT_DEL, OPT_MODE, OPT_INCGEN };
 
 static const struct fs_parameter_spec unionfs_param_specs[] = {
-	__fsparam(fs_param_is_string, "dirs", Opt_dirs, fs_param_can_be_empty,
+	__fsparam(fs_param_is_string, "dirs", OPT_DIRS, fs_param_can_be_empty,
 		  NULL),
-	fsparam_string("add", Opt_add),
-	fsparam_string("del", Opt_del),
-	fsparam_string("mode", Opt_mode),
-	fsparam_flag("incgen", Opt_incgen),
+	fsparam_string("add", OPT_ADD),
+	fsparam_string("del", OPT_DEL),
+	fsparam_string("mode", OPT_MODE),
+	fsparam_flag("incgen", OPT_INCGEN),
 	{}
 };
 
@@ -239,20 +239,20 @@ static int unionfs_parse_param(struct fs_context *fc,
 	if (opt < 0)
 		return opt;
 
-	if (opt != Opt_dirs &&
+	if (opt != OPT_DIRS &&
 	    fc->purpose != FS_CONTEXT_FOR_RECONFIGURE) {
 		pr_warn("mount: '%s' is a remount command (mount -o remount,%s=...)\n",
 			param->key, param->key);
 		return -EINVAL;
 	}
 	switch (opt) {
-	case Opt_dirs:
+	case OPT_DIRS:
 		kfree(ctx->dirs);
 		unionfs_free_specs(ctx);
 		ctx->dirs = param->string;
 		param->string = NULL;
 		break;
-	case Opt_incgen:
+	case OPT_INCGEN:
 		return unionfs_add_cmd(ctx, param->key, NULL);
 	default:
 		return unionfs_add_cmd(ctx, param->key, param->string);
@@ -427,21 +427,9 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_time_gran = 1;
 	sb->s_flags |= SB_POSIXACL;
 
-	ud = unionfs_alloc_dinfo(bt);
+	ud = unionfs_root_dinfo(bt);
 	if (!ud)
 		return -ENOMEM;
-	ud->bstart = 0;
-	ud->bend = bt->nbr - 1;
-	for (i = 0; i < bt->nbr; i++) {
-		ud->lower[i] = dget(bt->br[i]->path.dentry);
-		if (i < ud->bend &&
-		    unionfs_is_opaque_dir(bt->br[i]->path.dentry) > 0) {
-			ud->bend = i;
-			ud->bopaque = i;
-			break;
-		}
-	}
-	ud->generation = bt->gen;
 
 	inode = unionfs_iget(sb, ud);
 	if (IS_ERR(inode)) {
@@ -569,10 +557,11 @@ static int __init unionfs_init(void)
 {
 	int err;
 
-	unionfs_inode_cachep = kmem_cache_create("unionfs_inode_cache",
-					sizeof(struct unionfs_inode_info), 0,
-					SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT,
-					unionfs_inode_once);
+	unionfs_inode_cachep =
+		kmem_cache_create("unionfs_inode_cache",
+				  sizeof(struct unionfs_inode_info), 0,
+				  SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT,
+				  unionfs_inode_once);
 	if (!unionfs_inode_cachep)
 		return -ENOMEM;
 	err = unionfs_inode_wq_init();

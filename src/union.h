@@ -77,6 +77,7 @@ enum {
 	UNIONFS_HZ_DIR_CHANGED,	/* a lower directory changed under a name */
 	UNIONFS_HZ_MAX
 };
+
 #define UNIONFS_SB_NOTICED	0	/* flags bit: pr_notice given */
 
 struct unionfs_sb_info {
@@ -100,7 +101,7 @@ struct unionfs_sb_info {
  * in RCU walk.
  */
 struct unionfs_dentry_info {
-	spinlock_t lock;
+	spinlock_t lock;	/* protects the fields below and lower[] */
 	int bstart;		/* first branch holding the name, -1 if none */
 	int bend;		/* last branch contributing */
 	int bopaque;		/* branch whose dir is opaque, -1 if none */
@@ -160,8 +161,8 @@ static inline struct unionfs_file_info *UNIONFS_F(const struct file *file)
 	return file->private_data;
 }
 
-static inline struct unionfs_branch *unionfs_br(struct unionfs_btable *bt,
-					       int bindex)
+static inline struct unionfs_branch *
+unionfs_br(struct unionfs_btable *bt, int bindex)
 {
 	return bt->br[bindex];
 }
@@ -230,6 +231,7 @@ void unionfs_bt_put(struct unionfs_btable *bt);
 struct unionfs_btable *unionfs_bt_alloc(struct super_block *sb, int nbr);
 void unionfs_branch_put(struct unionfs_branch *br);
 int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br);
+struct unionfs_dentry_info *unionfs_root_dinfo(struct unionfs_btable *bt);
 int unionfs_remount_branches(struct super_block *sb, char *cmds,
 			     bool sb_ro);
 void unionfs_bump_gen(struct super_block *sb, const char *cause);

@@ -198,7 +198,10 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 							       d);
 				if (!err && d_is_reg(d))
 					trace_unionfs_whiteout_remove(bt->sb,
-						e->name, bindex, "clean", 0);
+								      e->name,
+								      bindex,
+								      "clean",
+								      0);
 				dput(d);
 			}
 		}

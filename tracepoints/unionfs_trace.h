@@ -34,10 +34,12 @@ TRACE_EVENT(unionfs_lookup,
 		__field(int, bopaque)
 		__field(int, bwh)
 		__field(int, err)
+		__field(u8, result)
 		__field(u64, ns)
 	),
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
+		__entry->result = err ? 2 : (bstart >= 0 ? 0 : 1);
 		__assign_str(parent, parent->d_name.name);
 		__assign_str(name, name->name);
 		__entry->first = first;
@@ -54,8 +56,8 @@ TRACE_EVENT(unionfs_lookup,
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(parent),
 		  __get_str(name), __entry->first, __entry->last,
 		  __entry->probed,
-		  __entry->err ? "error" :
-		  (__entry->bstart >= 0 ? "positive" : "negative"),
+		  __print_symbolic(__entry->result, { 0, "positive" },
+				   { 1, "negative" }, { 2, "error" }),
 		  __entry->bstart, __entry->bend, __entry->bopaque,
 		  __entry->bwh, __entry->err, __entry->ns)
 );

@@ -1,0 +1,98 @@
+#!/bin/bash
+# Host-side: gdb on the guest's gdbstub with gdb-scripts/unionfs.py (qemu-debug/gdb -batch).
+# Boots with --gdb=PORT (a free port), mounts a 2-branch union with a file in both branches
+# and a lower-only file, attaches, runs unionfs-mounts and unionfs-fanout on both files and
+# checks the output names the right branches and lower inode numbers (taken from `stat` on
+# the branches in the guest). Needs build/vmlinux and build/lx (make vmlinux gdb-helpers:
+# fetched/generated once, ~1 min each, then cached in build/).
+. "$(dirname "$0")/../lib.sh"
+cd "$(dirname "$0")/../.." || exit 2
+[[ -n ${UNIONFS_SKIP_GDB:-} ]] && skip_all "UNIONFS_SKIP_GDB set"
+
+t0=$(date +%s)
+if ! out=$(make -s vmlinux gdb-helpers 2>&1); then
+	not_ok "make vmlinux gdb-helpers" "$(tail -n 8 <<< "$out")"
+	finish
+fi
+ok "debug vmlinux and lx-* helpers available ($(($(date +%s) - t0))s)"
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port=$((20000 + RANDOM % 20000))
+while port_busy $port; do port=$((port + 1)); done
+
+W=$(mktemp -d "$PWD/build/check/gdb.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+cat > "$W/guest.sh" <<EOF
+set -e
+mkdir -p /tmp/g/b0 /tmp/g/b1 /tmp/g/m
+echo top > /tmp/g/b0/both; echo bottom > /tmp/g/b1/both; echo low > /tmp/g/b1/lower
+mount -i -t unionfs -o dirs=/tmp/g/b0:/tmp/g/b1=ro none /tmp/g/m
+cat /tmp/g/m/both /tmp/g/m/lower > /dev/null
+stat -c %i /tmp/g/b0/both /tmp/g/b1/both /tmp/g/b1/lower > $W/inodes
+touch $W/ready
+for i in \$(seq 600); do [ -e $W/done ] && break; sleep 0.2; done
+umount /tmp/g/m
+EOF
+qemu-debug/boot --gdb=$port -- sh "$W/guest.sh" > "$W/boot.log" 2>&1 &
+bpid=$!
+for ((i = 0; i < 600; i++)); do [[ -e $W/ready ]] && break; kill -0 $bpid 2>/dev/null || break; sleep 0.2; done
+if [[ ! -e $W/ready ]]; then
+	not_ok "guest mounted the union" "$(tail -n 15 "$W/boot.log")"
+	kill $bpid 2>/dev/null; wait $bpid 2>/dev/null
+	finish
+fi
+read -r i0both i1both i1lower < <(tr '\n' ' ' < "$W/inodes")
+
+t1=$(date +%s)
+timeout 180 qemu-debug/gdb $port -- -batch \
+	-ex 'unionfs-mounts' \
+	-ex 'unionfs-fanout /tmp/g/m/both --dot '"$W"'/both.dot' \
+	-ex 'unionfs-fanout /tmp/g/m/lower' \
+	-ex 'unionfs-stale' \
+	-ex 'p $lx_module("unionfs").name' \
+	-ex 'info symbol unionfs_lookup' > "$W/gdb.out" 2>&1
+grc=$?
+tg=$(($(date +%s) - t1))
+touch "$W/done"
+wait $bpid; brc=$?
+out=$(<"$W/gdb.out")
+is "gdb batch exits 0 (${tg}s)" "$grc" 0
+is "guest ran to the end" "$brc" 0
+if grep -q "Python Exception\|Error occurred" <<< "$out"; then
+	not_ok "no Python errors" "$(grep -B2 -A2 "Python Exception\|Error occurred" <<< "$out" | head)"
+else
+	ok "no Python errors"
+fi
+check "module symbols loaded from the modules list (incl. .init.text)" \
+	grep -qE 'unionfs: module struct .*\.init\.text 0x' <<< "$out"
+check "unionfs_lookup resolves in the module's .text" grep -q 'unionfs_lookup in section .text' <<< "$out"
+check "lx-* helpers work (\$lx_module)" grep -q '"unionfs"' <<< "$out"
+
+# unionfs-mounts: the union, its two branches with modes and ids
+mounts=$(sed -n '/^union \/tmp\/g\/m /,/^dentry\|^union /p' <<< "$out")
+check "unionfs-mounts lists the union at /tmp/g/m" grep -q '^union /tmp/g/m ' <<< "$out"
+check "unionfs-mounts: branch 0 = /tmp/g/b0 rw" grep -qE '^  0 +/tmp/g/b0 +rw ' <<< "$mounts"
+check "unionfs-mounts: branch 1 = /tmp/g/b1 ro" grep -qE '^  1 +/tmp/g/b1 +ro ' <<< "$mounts"
+
+fan() { awk -v n="\"$1\"" '$1 == "dentry" && $3 == n { f = 1; print; next } f && /^dentry|^union/ { exit } f' <<< "$out"; }
+both=$(fan both) lower=$(fan lower)
+check "fanout both: bstart 0 (a file: the top branch wins)" grep -q 'bstart 0  bend 0 ' <<< "$both"
+check "fanout both: branch 0 is b0, its lower ino $i0both" \
+	grep -qE "\[0\] rw /tmp/g/b0 .* ino $i0both regular  /tmp/g/b0/both  <top>" <<< "$both"
+check "fanout both: branch 1 is b1, its lower ino $i1both" \
+	grep -qE "\[1\] ro /tmp/g/b1 .*shadowed by branch 0: .* ino $i1both regular  /tmp/g/b1/both" <<< "$both"
+check "fanout both: generation current" grep -q 'generation 1 (sb 1: current)' <<< "$both"
+check "fanout lower: bstart 1 bend 1" grep -q 'bstart 1  bend 1 ' <<< "$lower"
+check "fanout lower: branch 0 (b0) has no such name" grep -qE '\[0\] rw /tmp/g/b0 \(id [0-9]+\) +-($|:.*NEGATIVE)' <<< "$lower"
+check "fanout lower: branch 1 is b1, its lower ino $i1lower" \
+	grep -qE "\[1\] ro /tmp/g/b1 .* ino $i1lower regular  /tmp/g/b1/lower  <top>" <<< "$lower"
+check "fanout lower: union inode's lower inode is ino $i1lower" \
+	grep -q "lower inodes: \[1\] ino $i1lower regular" <<< "$lower"
+check "--dot wrote a graph naming both lower dentries" \
+	bash -c "grep -q 'digraph' '$W/both.dot' && grep -q 'ino $i0both' '$W/both.dot' && grep -q 'ino $i1both' '$W/both.dot'"
+if command -v dot >/dev/null; then
+	check "dot renders the graph" dot -Tpng "$W/both.dot" -o "$W/both.png"
+fi
+check "unionfs-stale walks the union (nothing stale)" grep -qE '^  [0-9]+ cached dentries, 0 stale' <<< "$out"
+[[ -n ${UNIONFS_KEEP_GDB_OUT:-} ]] && cp "$W/gdb.out" "$UNIONFS_KEEP_GDB_OUT"
+finish

@@ -1,0 +1,254 @@
+#!/bin/bash
+# Tracepoints (TRACE_SYSTEM unionfs): for every event a workload that must produce it, and
+# checks of its fields (branch indexes, reason, errno, counters) read from tracefs.
+# Errors are forced with the module's own fault injection (/sys/kernel/debug/unionfs/inject).
+. "$(dirname "$0")/../lib.sh"
+. tests/unionfs-lib.sh
+require_guest
+mk_tmpdir
+
+TR=/sys/kernel/tracing
+EV=$TR/events/unionfs
+INJ=/sys/kernel/debug/unionfs/inject
+[[ -d $EV ]] || skip_all "no $EV (tracefs not mounted or module without tracepoints)"
+
+ALL_EVENTS="unionfs_lookup unionfs_copyup_start unionfs_copyup_end unionfs_whiteout_create
+unionfs_whiteout_remove unionfs_opaque_mark unionfs_branch_op unionfs_revalidate
+unionfs_gen_bump unionfs_readdir"
+
+tr_reset() {	# tr_reset EVENT... : only these unionfs events on, empty buffer
+	local e
+	echo 0 > "$EV/enable"
+	echo 0 > "$TR/tracing_on"
+	: > "$TR/trace"
+	for e; do echo 1 > "$EV/$e/enable"; done
+	echo 1 > "$TR/tracing_on"
+}
+tr_stop() { echo 0 > "$EV/enable"; }
+# tr_get EVENT : that event's lines, without the task/cpu/timestamp prefix and without the
+# duration field ("ns N", it varies)
+tr_get() { sed -n "s/^.* $1: //p" "$TR/trace" | sed -E 's/ ns [0-9]+$//'; }
+# has DESC EVENT LINE : the trace holds exactly this event line (after tr_get's trimming)
+has() {
+	local got
+	got=$(tr_get "$2")
+	if grep -qxF -- "$3" <<< "$got"; then
+		ok "$1"
+	else
+		not_ok "$1" "expected line: $3"$'\n'"$2 lines:"$'\n'"$(head -n 10 <<< "$got")"
+	fi
+}
+inject() { echo "$*" > "$INJ"; }
+uninject() { echo "clear all" > "$INJ"; }
+trap 'echo 0 > "$EV/enable"; echo "clear all" > "$INJ" 2>/dev/null; _t_cleanup' EXIT
+
+# every event is registered, every event carries dev
+for e in $ALL_EVENTS; do
+	if [[ -r $EV/$e/format ]] && grep -q 'field:dev_t dev;' "$EV/$e/format"; then
+		ok "$e registered, carries dev"
+	else
+		not_ok "$e registered, carries dev" "$(cat "$EV/$e/format" 2>&1 | head -n 12)"
+	fi
+done
+
+# union: b0 (rw) over b1 (ro) over b2 (ro), all tmpfs
+mkdir -p "$T/m"
+branch_fs tmpfs "$T" 3 || skip_all "cannot make tmpfs branches"
+B0=$T/b0 B1=$T/b1 B2=$T/b2 M=$T/m
+echo one > "$B1/f1"                       # lower-only file
+printf '%05000d' 0 > "$B2/big"            # 5000 bytes in b2
+for n in w-open trunc chm xat lnk ren cfail; do echo "$n" > "$B1/$n"; done
+echo hidden > "$B2/gone"; touch "$B1/.wh.gone"  # whiteout in b1 hides b2's file
+mkdir -p "$B0/od" "$B1/od" "$B2/od"; touch "$B1/od/.wh.__dir_opaque"
+mkdir -p "$B0/d" "$B1/d"
+echo 0 > "$B0/d/x"; touch "$B0/d/.wh.y"; echo 1 > "$B1/d/x"; echo 1 > "$B1/d/y"; echo 1 > "$B1/d/z"
+for n in rmf rmf2 whfail; do echo "$n" > "$B1/$n"; done
+mkdir -p "$B1/rmd" "$B1/mkover" "$B1/oover"
+echo x > "$B1/again"
+check "mount 3-branch union" mount -i -t unionfs -o "dirs=$B0:$B1=ro:$B2=ro" none "$M" ||
+	skip_all "mount failed"
+DEV=$(stat -c '%Hd:%Ld' "$M")
+D="dev $DEV"
+
+# ---- unionfs_lookup -------------------------------------------------------------------
+tr_reset unionfs_lookup
+stat "$M/f1" >/dev/null
+stat "$M/big" >/dev/null
+stat "$M/nothere" >/dev/null 2>&1
+stat "$M/gone" >/dev/null 2>&1
+stat "$M/od" >/dev/null
+stat "$M/d" >/dev/null
+inject lookup errno=5 times=1
+stat "$M/errname" >/dev/null 2>&1
+uninject
+tr_stop
+has "lookup: lower file wins in b1, probed 2" unionfs_lookup \
+	"$D //f1 branches 0..2 probed 2 -> positive bstart 1 bend 1 opaque -1 whiteout -1 err 0"
+has "lookup: file only in b2, probed all 3" unionfs_lookup \
+	"$D //big branches 0..2 probed 3 -> positive bstart 2 bend 2 opaque -1 whiteout -1 err 0"
+has "lookup: negative, probed 3" unionfs_lookup \
+	"$D //nothere branches 0..2 probed 3 -> negative bstart -1 bend -1 opaque -1 whiteout -1 err 0"
+has "lookup: whiteout in b1 hides name (whiteout 1)" unionfs_lookup \
+	"$D //gone branches 0..2 probed 2 -> negative bstart -1 bend -1 opaque -1 whiteout 1 err 0"
+has "lookup: opaque dir in b1 stops at 1 (opaque 1)" unionfs_lookup \
+	"$D //od branches 0..2 probed 2 -> positive bstart 0 bend 1 opaque 1 whiteout -1 err 0"
+has "lookup: merged dir 0..1" unionfs_lookup \
+	"$D //d branches 0..2 probed 3 -> positive bstart 0 bend 1 opaque -1 whiteout -1 err 0"
+has "lookup: injected EIO -> err -5, probed 1" unionfs_lookup \
+	"$D //errname branches 0..2 probed 1 -> error bstart -1 bend -1 opaque -1 whiteout -1 err -5"
+ns=$(sed -n 's/^.* unionfs_lookup: .* \/\/big .* ns \([0-9]*\)$/\1/p' "$TR/trace" | head -n1)
+if [[ -n $ns ]] && ((ns > 0)); then ok "lookup: duration ns > 0 ($ns)"; else not_ok "lookup: duration ns > 0" "ns='$ns'"; fi
+
+# ---- unionfs_copyup_start / unionfs_copyup_end ----------------------------------------
+tr_reset unionfs_copyup_start unionfs_copyup_end
+echo more >> "$M/w-open"
+$S truncate "$M/trunc" 2 >/dev/null
+chmod 600 "$M/chm"
+$S setxattr "$M/xat" trusted.k v >/dev/null
+ln "$M/lnk" "$M/lnk2"
+mv "$M/ren" "$M/ren2"
+: >> "$M/big"
+inject copyup_data errno=5 times=1
+r=$($S open "$M/cfail" wa)
+uninject
+tr_stop
+is "copyup: injected copyup_data EIO fails the open" "$r" EIO
+# name size copied reason: truncate(2) to 2 bytes copies only those 2 bytes
+for x in "w-open 7 7 write-open" "trunc 6 2 truncate" "chm 4 4 setattr" "xat 4 4 xattr" \
+	"lnk 4 4 link" "ren 4 4 rename" "big 5000 5000 write-open"; do
+	set -- $x
+	from=1; [[ $1 == big ]] && from=2
+	ino=$(stat -c %i "$M/$1" 2>/dev/null || stat -c %i "$M/${1}2")
+	has "copyup_start: $1 reason $4, $from -> 0" unionfs_copyup_start \
+		"$D name $1 ino $ino branch $from -> 0 size $2 copied 0 reason $4 err 0"
+	has "copyup_end: $1 reason $4, copied $3, err 0" unionfs_copyup_end \
+		"$D name $1 ino $ino branch $from -> 0 size $2 copied $3 reason $4 err 0"
+done
+if tr_get unionfs_copyup_end | grep -qE "^$D name cfail ino [0-9]+ branch 1 -> 0 size 6 copied [0-9]+ reason write-open err -5$"; then
+	ok "copyup_end: injected failure has err -5"
+else
+	not_ok "copyup_end: injected failure has err -5" "$(tr_get unionfs_copyup_end | grep cfail)"
+fi
+ns=$(sed -n 's/^.* unionfs_copyup_end: .* name big .* ns \([0-9]*\)$/\1/p' "$TR/trace")
+if [[ -n $ns ]] && ((ns > 0)); then ok "copyup_end: duration ns > 0 ($ns)"; else not_ok "copyup_end: duration ns > 0" "ns='$ns'"; fi
+is "copyup: start/end pairs balance" "$(tr_get unionfs_copyup_start | wc -l)" "$(tr_get unionfs_copyup_end | wc -l)"
+
+# ---- unionfs_whiteout_create / unionfs_whiteout_remove / unionfs_opaque_mark ----------
+tr_reset unionfs_whiteout_create unionfs_whiteout_remove unionfs_opaque_mark
+rm "$M/rmf"
+rmdir "$M/rmd"
+mv "$M/rmf2" "$M/rmf2-moved"
+rm "$M/again"; echo new > "$M/again"      # create over a whiteout
+rm -r "$M/mkover"; mkdir "$M/mkover"      # mkdir over a whiteout
+mkdir "$M/newdir"; mv "$M/newdir" "$M/newdir2"   # directory rename marks it opaque
+inject whiteout errno=28 times=1
+r=$($S unlink "$M/whfail")
+uninject
+is "whiteout: injected ENOSPC fails the unlink" "$r" ENOSPC
+inject opaque errno=5 times=1
+r=$($S mkdir "$M/rmd")
+uninject
+is "opaque: injected EIO fails mkdir over a whiteout" "$r" EIO
+tr_stop
+has "whiteout_create: unlink, branch 0" unionfs_whiteout_create "$D name .wh.rmf branch 0 reason unlink err 0"
+has "whiteout_create: rmdir, branch 0" unionfs_whiteout_create "$D name .wh.rmd branch 0 reason rmdir err 0"
+has "whiteout_create: rename, branch 0" unionfs_whiteout_create "$D name .wh.rmf2 branch 0 reason rename err 0"
+has "whiteout_create: injected errno -28" unionfs_whiteout_create "$D name .wh.whfail branch 0 reason unlink err -28"
+has "whiteout_remove: create-over-whiteout" unionfs_whiteout_remove "$D name .wh.again branch 0 reason create-over-whiteout err 0"
+has "whiteout_remove: mkdir-over-whiteout" unionfs_whiteout_remove "$D name .wh.mkover branch 0 reason mkdir-over-whiteout err 0"
+has "opaque_mark: mkdir-over-whiteout" unionfs_opaque_mark "$D name mkover branch 0 reason mkdir-over-whiteout err 0"
+has "opaque_mark: rename of a directory" unionfs_opaque_mark "$D name newdir branch 0 reason rename err 0"
+has "opaque_mark: injected errno -5" unionfs_opaque_mark "$D name rmd branch 0 reason mkdir-over-whiteout err -5"
+is "union still shows the whited-out names as gone" "$(ls "$M" | grep -cxE 'rmf|rmd|rmf2|whfail')" 1
+
+# ---- unionfs_branch_op ----------------------------------------------------------------
+tr_reset unionfs_branch_op
+echo n > "$M/bop"
+mkdir "$M/bopd"
+cat "$M/f1" >/dev/null
+inject create errno=13 times=1
+r=$($S open "$M/bopfail" wc)
+uninject
+tr_stop
+is "branch_op: injected EACCES fails create" "$r" EACCES
+has "branch_op: create on branch 0" unionfs_branch_op "$D create branch 0 name bop err 0"
+has "branch_op: mkdir on branch 0" unionfs_branch_op "$D mkdir branch 0 name bopd err 0"
+has "branch_op: open of lower file on branch 1" unionfs_branch_op "$D open branch 1 name f1 err 0"
+has "branch_op: injected errno -13" unionfs_branch_op "$D create branch 0 name bopfail err -13"
+
+# ---- unionfs_readdir ------------------------------------------------------------------
+tr_reset unionfs_readdir
+names "$M/d" > /dev/null
+names "$M/od" > /dev/null
+inject readdir errno=5 times=1
+r=$(ls "$M/d" 2>&1)
+uninject
+tr_stop
+# d: b0 {x, .wh.y}  b1 {x, y, z}  -> x z; x duplicate; y hidden by b0's whiteout
+has "readdir: merged dir: 2 entries, 1 duplicate, 1 whiteout hidden" unionfs_readdir \
+	"$D dir d branches 0..1 read 2 entries 2 duplicates 1 whiteouts 1 cached 0 err 0"
+has "readdir: opaque dir reads branches 0..1" unionfs_readdir \
+	"$D dir od branches 0..1 read 2 entries 0 duplicates 0 whiteouts 0 cached 0 err 0"
+if tr_get unionfs_readdir | grep -qE "^$D dir d branches 0\.\.1 read [0-9]+ entries [0-9]+ duplicates [0-9]+ whiteouts [0-9]+ cached 0 err -5$"; then
+	ok "readdir: injected errno -5"
+else
+	not_ok "readdir: injected errno -5" "$(tr_get unionfs_readdir)"
+fi
+
+# ---- unionfs_revalidate ---------------------------------------------------------------
+echo v > "$B1/stale"
+stat "$M/stale" >/dev/null
+tr_reset unionfs_revalidate
+rm "$B1/stale"                       # removed behind the union's back
+stat "$M/stale" >/dev/null 2>&1
+tr_stop
+# the parent's lower directory changed: the cached name is dropped and looked up again
+if tr_get unionfs_revalidate | grep -qE "^$D name stale gen ([0-9]+) sbgen \1 result dropped why dir-changed$"; then
+	ok "revalidate: lower removed behind the union -> dropped dir-changed"
+else
+	not_ok "revalidate: lower removed behind the union -> dropped dir-changed" "$(tr_get unionfs_revalidate)"
+fi
+echo v > "$B1/neg"
+stat "$M/neg" >/dev/null
+tr_reset unionfs_revalidate
+rm "$M/neg"; echo again > "$M/neg"
+tr_stop
+if tr_get unionfs_revalidate | grep -qE "^$D name neg gen ([0-9]+) sbgen \1 result dropped why negative-with-branches$"; then
+	ok "revalidate: re-create after unlink -> dropped negative-with-branches"
+else
+	not_ok "revalidate: re-create after unlink -> dropped negative-with-branches" "$(tr_get unionfs_revalidate)"
+fi
+
+# ---- unionfs_gen_bump -----------------------------------------------------------------
+f=$EV/unionfs_gen_bump/format
+if grep -q 'old_gen' "$f" && grep -q 'new_gen' "$f" && grep -q 'cause' "$f"; then
+	ok "gen_bump: fields old_gen new_gen cause"
+else
+	not_ok "gen_bump: fields old_gen new_gen cause" "$(cat "$f")"
+fi
+tr_reset unionfs_gen_bump
+mount -i -o remount,incgen "$M"
+tr_stop
+if tr_get unionfs_gen_bump | grep -qE "^$D generation ([0-9]+) -> [0-9]+ cause incgen$"; then
+	ok "gen_bump: fires on remount,incgen with cause incgen"
+else
+	not_ok "gen_bump: fires on remount,incgen with cause incgen" "$(tr_get unionfs_gen_bump)"
+fi
+
+# ---- two unions are told apart by dev -------------------------------------------------
+mkdir -p "$T/m2"
+mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$T/m2"
+DEV2=$(stat -c '%Hd:%Ld' "$T/m2")
+tr_reset unionfs_lookup
+# the event's dev is the kernel dev_t: major << 20 | minor
+echo "dev == $(( $(stat -c '%Hd' "$T/m2") << 20 | $(stat -c '%Ld' "$T/m2") ))" > "$EV/unionfs_lookup/filter"
+stat "$M/f1x" "$T/m2/f1y" >/dev/null 2>&1
+tr_stop
+echo 0 > "$EV/unionfs_lookup/filter"
+is "two unions: distinct dev" "$([[ $DEV != "$DEV2" ]] && echo distinct)" distinct
+is "dev filter keeps only the second union's events" "$(tr_get unionfs_lookup | awk '{print $2, $3}')" "$DEV2 //f1y"
+umount "$T/m2"
+
+: > "$TR/trace"
+check "umount" umount "$M"
+finish
