@@ -4,21 +4,10 @@
 set -uo pipefail
 RUNS=${1:-3} FILES=${2:-20000}
 TR=/sys/kernel/tracing
-D=/tmp/bench; ND=20; PER=$((FILES / ND / 2))
-mkdir -p $D/b0 $D/b1 $D/m
-mount -t tmpfs -o size=512m t0 $D/b0; mount -t tmpfs -o size=512m t1 $D/b1
-for ((d = 0; d < ND; d++)); do
-	mkdir -p $D/b0/d$d $D/b1/d$d
-	(cd $D/b0/d$d && seq -f 'f%g' 1 $PER | xargs touch)
-	(cd $D/b1/d$d && seq -f 'g%g' 1 $PER | xargs touch)
-done
-now() { date +%s%N; }
-pass() {	# one stat of every file; prints milliseconds
-	local t0=$(now)
-	find $D/m -printf '%s\n' > /dev/null
-	echo $((($(now) - t0) / 1000000))
-}
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+D=/tmp/bench; ND=20
+. bench/guest-lib.sh
+bench_tree $D "$FILES"
+pass() { bench_pass $D/m; }
 declare -A cold warm
 run_variant() {	# run_variant NAME MODULE EVENTS(0/1)
 	local name=$1 ko=$2 ev=$3 i c w

@@ -331,6 +331,9 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 					  lockdep_is_held(&sbi->bt_lock));
 	rcu_assign_pointer(sbi->bt, bt);
 	unionfs_bump_gen(sb, cause);
+	/* the root is never dropped: its branch vector is rebuilt in place */
+	trace_unionfs_revalidate(sb, "/", old->generation, bt->gen, "rebuilt",
+				 cause);
 	unionfs_bt_put(oldbt);
 	shrink_dcache_sb(sb);
 	return 0;

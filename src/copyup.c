@@ -229,6 +229,26 @@ static void unionfs_remove_tmp(struct unionfs_btable *bt, int t,
  * the data copied (truncate). Runs with the mounter's credentials and
  * write access to branch @t. Returns the new lower dentry.
  */
+/*
+ * Did the source change since @st, or is it open for writing (a write in
+ * progress updated the times before it started copying data)? Updates @st
+ * to what it is now.
+ */
+static bool unionfs_src_changed(const struct path *spath, struct kstat *st)
+{
+	struct kstat now;
+	bool changed;
+
+	if (vfs_getattr(spath, &now, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT))
+		return true;
+	changed = atomic_read(&d_inode(spath->dentry)->i_writecount) > 0 ||
+		  now.size != st->size ||
+		  !timespec64_equal(&now.mtime, &st->mtime) ||
+		  !timespec64_equal(&now.ctime, &st->ctime);
+	*st = now;
+	return changed;
+}
+
 static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 					 struct dentry *src, int b,
 					 struct dentry *lparent, int t,
@@ -240,7 +260,7 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 	char tmpname[sizeof(UNIONFS_TMPPFX) + 24];
 	struct dentry *tmp, *target = NULL;
 	struct kstat st;
-	int err;
+	int err, tries;
 
 	struct path ppath = { .mnt = unionfs_mnt(bt, t), .dentry = lparent };
 	struct kstat pst;
@@ -297,7 +317,14 @@ out_unlock:
 		return ERR_PTR(err);
 	}
 
-	if (S_ISREG(st.mode)) {
+	/*
+	 * A regular file is copied until its source held still during the
+	 * copy: a direct change racing with the copy-up (new times or size,
+	 * or the file open for writing) makes it start over, so the union
+	 * never settles on a mix of old and new data; after 3 tries it gives
+	 * up with ESTALE.
+	 */
+	for (tries = 0; S_ISREG(st.mode); tries++) {
 		loff_t size = (len >= 0 && len < st.size) ? len : st.size;
 		struct file *in, *out;
 
@@ -312,13 +339,25 @@ out_unlock:
 			err = PTR_ERR(out);
 			goto out_cleanup;
 		}
+		*copied = 0;
 		err = unionfs_copy_data(in, out, size, copied);
 		fput(in);
 		fput(out);
+		if ((!err || err == -EIO) && unionfs_src_changed(&spath, &st)) {
+			unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, b,
+				       name->name,
+				       "the branch file changed during copy-up");
+			if (tries < 2)
+				continue;
+			pr_warn_ratelimited("copy-up of '%s' from branch %d: the file kept changing in the branch; giving up (ESTALE)\n",
+					    name->name, b);
+			err = -ESTALE;
+		}
 		if (!err && i_size_read(d_inode(tmp)) != size)
 			err = unionfs_set_size(bt, t, tmp, size);
 		if (err)
 			goto out_cleanup;
+		break;
 	}
 	err = unionfs_copy_xattrs(bt, t, src, tmp);
 	if (!err)

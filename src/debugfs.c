@@ -359,6 +359,17 @@ static int unionfs_hazards_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(unionfs_hazards);
 
+static int unionfs_coherency_show(struct seq_file *m, void *v)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB((struct super_block *)m->private);
+
+	seq_printf(m, "mode %s\n", unionfs_coherency_names[sbi->coherency]);
+	seq_printf(m, "marks %ld\n", atomic_long_read(&sbi->nmarks));
+	seq_printf(m, "direct_changes %ld\n", atomic_long_read(&sbi->nseq));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(unionfs_coherency);
+
 void unionfs_debugfs_mount(struct super_block *sb)
 {
 	struct dentry *dir;
@@ -372,6 +383,8 @@ void unionfs_debugfs_mount(struct super_block *sb)
 			    &unionfs_branches_fops);
 	debugfs_create_file("hazards", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
 			    &unionfs_hazards_fops);
+	debugfs_create_file("coherency", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
+			    &unionfs_coherency_fops);
 }
 
 void unionfs_debugfs_umount(struct super_block *sb)

@@ -62,6 +62,11 @@ static const char *const unionfs_hazard_names[UNIONFS_HZ_MAX] = {
 	[UNIONFS_HZ_VANISHED]		= "vanished",
 	[UNIONFS_HZ_REPLACED]		= "replaced",
 	[UNIONFS_HZ_DIR_CHANGED]	= "dir_changed",
+	[UNIONFS_HZ_CREATED]		= "created",
+	[UNIONFS_HZ_REMOVED]		= "removed",
+	[UNIONFS_HZ_RENAMED]		= "renamed",
+	[UNIONFS_HZ_ATTRIB]		= "attrib",
+	[UNIONFS_HZ_COPYUP_RACE]	= "copyup_raced",
 };
 
 const char *unionfs_hazard_name(int kind)
@@ -85,13 +90,44 @@ void unionfs_hazard(struct super_block *sb, int kind, int bindex,
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
 }
 
+/*
+ * Trace a revalidation result. The name is copied with a bounded copy: a
+ * concurrent rename may rewrite an inline name in place, and in RCU walk
+ * the dentry may be on its way out (no name snapshot can be taken).
+ */
+static noinline void unionfs_trace_reval_slow(struct dentry *dentry,
+					      struct unionfs_dentry_info *ud,
+					      int sbgen, const char *result,
+					      const char *why)
+{
+	char name[NAME_MAX + 1];
+
+	rcu_read_lock();
+	strscpy(name, READ_ONCE(dentry->d_name.name), sizeof(name));
+	rcu_read_unlock();
+	trace_unionfs_revalidate(dentry->d_sb, name, ud->generation, sbgen,
+				 result, why);
+}
+
+static inline void unionfs_trace_reval(struct dentry *dentry,
+				       struct unionfs_dentry_info *ud,
+				       int sbgen, const char *result,
+				       const char *why)
+{
+	if (trace_unionfs_revalidate_enabled())
+		unionfs_trace_reval_slow(dentry, ud, sbgen, result, why);
+}
+
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	struct unionfs_dentry_info *ud = READ_ONCE(dentry->d_fsdata);
 	struct super_block *sb = dentry->d_sb;
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	int sbgen = unionfs_sb_gen(sb);
+	int coh = READ_ONCE(sbi->coherency);
 	struct dentry *ld, *parent;
 	struct inode *pinode, *inode;
+	long nseq = 0;
 	int b, ret;
 	u64 snap;
 
@@ -102,19 +138,30 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (READ_ONCE(ud->bt->gen) != sbgen) {
 		if (flags & LOOKUP_RCU)
 			return -ECHILD;
-		trace_unionfs_revalidate(sb, dentry->d_name.name,
-					 ud->generation, sbgen, "dropped",
-					 "generation");
+		unionfs_trace_reval(dentry, ud, sbgen, "dropped", "generation");
 		return 0;
 	}
 	/* A union dentry that went negative must be looked up afresh. */
 	if (d_really_is_negative(dentry) && READ_ONCE(ud->bstart) >= 0) {
 		if (flags & LOOKUP_RCU)
 			return -ECHILD;
-		trace_unionfs_revalidate(sb, dentry->d_name.name,
-					 ud->generation, sbgen, "dropped",
-					 "negative-with-branches");
+		unionfs_trace_reval(dentry, ud, sbgen,
+				    "dropped", "negative-with-branches");
 		return 0;
+	}
+	if (coh == UNIONFS_COH_NONE) {
+		unionfs_trace_reval(dentry, ud, sbgen,
+				    "valid", "coherency-none");
+		return 1;
+	}
+	if (coh == UNIONFS_COH_NOTIFY) {
+		/* no direct change anywhere in the union since the last check */
+		nseq = atomic_long_read(&sbi->nseq);
+		if (READ_ONCE(ud->nseq) == nseq) {
+			unionfs_trace_reval(dentry, ud, sbgen,
+					    "valid", "notify-quiet");
+			return 1;
+		}
 	}
 	/*
 	 * Did an entry appear, vanish or get whited out in one of the
@@ -134,13 +181,17 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 			unionfs_hazard(sb, UNIONFS_HZ_DIR_CHANGED, -1,
 				       dentry->d_name.name,
 				       "parent directory changed in a branch");
-		trace_unionfs_revalidate(sb, dentry->d_name.name,
-					 ud->generation, sbgen, "dropped",
-					 own ? "own-change" : "dir-changed");
+		unionfs_trace_reval(dentry, ud, sbgen, "dropped",
+				    own ? "own-change" : "dir-changed");
 		return 0;
 	}
-	if (d_really_is_negative(dentry))
+	if (d_really_is_negative(dentry)) {
+		if (coh == UNIONFS_COH_NOTIFY)
+			WRITE_ONCE(ud->nseq, nseq);
+		unionfs_trace_reval(dentry, ud, sbgen,
+				    "valid", "negative-unchanged");
 		return 1;
+	}
 
 	if (flags & LOOKUP_RCU) {
 		/* cheap checks only: the winning lower dentry is still there */
@@ -154,6 +205,9 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 			return -ECHILD;
 		if (ld->d_flags & DCACHE_OP_REVALIDATE)
 			return -ECHILD;
+		if (coh == UNIONFS_COH_NOTIFY)
+			WRITE_ONCE(ud->nseq, nseq);
+		unionfs_trace_reval(dentry, ud, sbgen, "valid", "unchanged");
 		return 1;
 	}
 
@@ -169,17 +223,18 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (ret > 0 && (d_unhashed(ld) || d_really_is_negative(ld))) {
 		unionfs_hazard(sb, UNIONFS_HZ_VANISHED, b, dentry->d_name.name,
 			       "removed or renamed in the branch");
-		trace_unionfs_revalidate(sb, dentry->d_name.name,
-					 ud->generation, sbgen, "stale",
-					 "lower-gone");
+		unionfs_trace_reval(dentry, ud, sbgen, "stale", "lower-gone");
 		ret = 0;
 	} else if (ret > 0 && d_inode(ld) != UNIONFS_I(d_inode(dentry))->key) {
 		unionfs_hazard(sb, UNIONFS_HZ_REPLACED, b, dentry->d_name.name,
 			       "the branch entry is another object now");
-		trace_unionfs_revalidate(sb, dentry->d_name.name,
-					 ud->generation, sbgen, "stale",
-					 "lower-replaced");
+		unionfs_trace_reval(dentry, ud, sbgen,
+				    "stale", "lower-replaced");
 		ret = 0;
+	} else if (ret > 0) {
+		if (coh == UNIONFS_COH_NOTIFY)
+			WRITE_ONCE(ud->nseq, nseq);
+		unionfs_trace_reval(dentry, ud, sbgen, "valid", "unchanged");
 	}
 	dput(ld);
 	return ret;

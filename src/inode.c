@@ -65,6 +65,7 @@ static void unionfs_ivec_work(struct work_struct *work)
 						struct unionfs_ivec, rwork);
 	int i;
 
+	unionfs_notify_release(vec);
 	for (i = 0; i < vec->nbr; i++)
 		iput(vec->lower[i]);
 	unionfs_bt_put(vec->bt);
@@ -100,6 +101,7 @@ int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud)
 		if (ud->lower[b] && d_really_is_positive(ud->lower[b]))
 			vec->lower[b] = igrab(d_inode(ud->lower[b]));
 	spin_unlock(&ud->lock);
+	unionfs_notify_adopt(vec, inode->i_sb);
 
 	spin_lock(&inode->i_lock);
 	old = rcu_replace_pointer(ui->vec, vec, lockdep_is_held(&inode->i_lock));

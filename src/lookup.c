@@ -292,6 +292,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	if (!ud)
 		return ERR_PTR(-ENOMEM);
 
+	ud->nseq = atomic_long_read(&UNIONFS_SB(sb)->nseq);
 	ud->psnap = unionfs_dir_snap(dir);
 	old = unionfs_override_creds(sb);
 	err = unionfs_lookup_branches(dentry->d_parent, &dentry->d_name, ud, 0);

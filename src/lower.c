@@ -17,6 +17,22 @@
 
 #include "unionfs_trace.h"
 
+/*
+ * Run a modifying branch call as a union actor, so that coherency=notify
+ * does not take the union's own changes for direct modifications.
+ */
+#define UNIONFS_ACT(bt, call)					\
+	({							\
+		struct unionfs_btable *__bt = (bt);		\
+		struct unionfs_actor __act;			\
+		int __err;					\
+								\
+		unionfs_actor_begin(__bt, &__act);		\
+		__err = (call);					\
+		unionfs_actor_end(__bt, &__act);		\
+		__err;						\
+	})
+
 static inline int unionfs_trace_op(struct super_block *sb, const char *op,
 				   int bindex, struct dentry *d, int err)
 {
@@ -74,7 +90,7 @@ int unionfs_do_create(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	int err = UNIONFS_FAULT("create");
 
 	if (!err)
-		err = vfs_create(&init_user_ns, dir, d, mode, true);
+		err = UNIONFS_ACT(bt, vfs_create(&init_user_ns, dir, d, mode, true));
 	return unionfs_trace_op(bt->sb, "create", bindex, d, err);
 }
 
@@ -84,7 +100,7 @@ int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	int err = UNIONFS_FAULT("mkdir");
 
 	if (!err)
-		err = vfs_mkdir(&init_user_ns, dir, d, mode);
+		err = UNIONFS_ACT(bt, vfs_mkdir(&init_user_ns, dir, d, mode));
 	if (!err && d_unhashed(d))
 		err = -EIO;	/* a branch fs that does not instantiate */
 	return unionfs_trace_op(bt->sb, "mkdir", bindex, d, err);
@@ -96,7 +112,7 @@ int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	int err = UNIONFS_FAULT("mknod");
 
 	if (!err)
-		err = vfs_mknod(&init_user_ns, dir, d, mode, dev);
+		err = UNIONFS_ACT(bt, vfs_mknod(&init_user_ns, dir, d, mode, dev));
 	return unionfs_trace_op(bt->sb, "mknod", bindex, d, err);
 }
 
@@ -106,7 +122,7 @@ int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	int err = UNIONFS_FAULT("symlink");
 
 	if (!err)
-		err = vfs_symlink(&init_user_ns, dir, d, target);
+		err = UNIONFS_ACT(bt, vfs_symlink(&init_user_ns, dir, d, target));
 	return unionfs_trace_op(bt->sb, "symlink", bindex, d, err);
 }
 
@@ -116,7 +132,7 @@ int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
 	int err = UNIONFS_FAULT("link");
 
 	if (!err)
-		err = vfs_link(old, &init_user_ns, dir, d, NULL);
+		err = UNIONFS_ACT(bt, vfs_link(old, &init_user_ns, dir, d, NULL));
 	return unionfs_trace_op(bt->sb, "link", bindex, d, err);
 }
 
@@ -126,7 +142,7 @@ int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	int err = UNIONFS_FAULT("unlink");
 
 	if (!err)
-		err = vfs_unlink(&init_user_ns, dir, d, NULL);
+		err = UNIONFS_ACT(bt, vfs_unlink(&init_user_ns, dir, d, NULL));
 	return unionfs_trace_op(bt->sb, "unlink", bindex, d, err);
 }
 
@@ -136,7 +152,7 @@ int unionfs_do_rmdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	int err = UNIONFS_FAULT("rmdir");
 
 	if (!err)
-		err = vfs_rmdir(&init_user_ns, dir, d);
+		err = UNIONFS_ACT(bt, vfs_rmdir(&init_user_ns, dir, d));
 	return unionfs_trace_op(bt->sb, "rmdir", bindex, d, err);
 }
 
@@ -157,7 +173,7 @@ int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
 	int err = UNIONFS_FAULT("rename");
 
 	if (!err)
-		err = vfs_rename(&rd);
+		err = UNIONFS_ACT(bt, vfs_rename(&rd));
 	return unionfs_trace_op(bt->sb, "rename", bindex, new, err);
 }
 
@@ -168,7 +184,7 @@ int unionfs_do_setattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 	int err = UNIONFS_FAULT("setattr");
 
 	if (!err)
-		err = notify_change(&init_user_ns, d, attr, NULL);
+		err = UNIONFS_ACT(bt, notify_change(&init_user_ns, d, attr, NULL));
 	return unionfs_trace_op(bt->sb, "setattr", bindex, d, err);
 }
 
@@ -179,7 +195,8 @@ int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 	int err = UNIONFS_FAULT("setxattr");
 
 	if (!err)
-		err = vfs_setxattr(&init_user_ns, d, name, value, size, flags);
+		err = UNIONFS_ACT(bt, vfs_setxattr(&init_user_ns, d, name,
+						   value, size, flags));
 	return unionfs_trace_op(bt->sb, "setxattr", bindex, d, err);
 }
 
@@ -189,7 +206,7 @@ int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
 	int err = UNIONFS_FAULT("removexattr");
 
 	if (!err)
-		err = vfs_removexattr(&init_user_ns, d, name);
+		err = UNIONFS_ACT(bt, vfs_removexattr(&init_user_ns, d, name));
 	return unionfs_trace_op(bt->sb, "removexattr", bindex, d, err);
 }
 

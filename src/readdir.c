@@ -8,8 +8,13 @@
  * open file: each name once (duplicate elimination), names whited out by a
  * higher branch hidden, whiteouts and opaque markers never shown. The file
  * position is the index in that cache, so telldir/seekdir and small
- * getdents buffers never skip or repeat an entry within one open. The
- * cache is rebuilt on rewind (position 0).
+ * getdents buffers never skip or repeat an entry within one open.
+ *
+ * The merged listing is also kept on the union inode and shared by later
+ * opens (and rewinds) while it is current: no change through the union
+ * (dir_version), the same branch table, and (coherency=reval|notify) the
+ * same lower directory ctimes. Tracepoint unionfs_readdir says which
+ * listings were served from that cache.
  */
 #include "union.h"
 #include "lower.h"
@@ -36,7 +41,10 @@ struct unionfs_rdcache {
 	unsigned long cap;
 	unsigned long dups;
 	unsigned long whiteouts;
-	u64 version;
+	u64 version;		/* ui->dir_version it was built at */
+	u64 snap;		/* lower dirs' ctimes it was built at */
+	int gen;		/* branch table generation */
+	refcount_t ref;		/* open files + the inode's cache slot */
 };
 
 struct unionfs_rdctx {
@@ -47,11 +55,11 @@ struct unionfs_rdctx {
 	int err;
 };
 
-void unionfs_rdcache_free(struct unionfs_rdcache *rdc)
+void unionfs_rdcache_put(struct unionfs_rdcache *rdc)
 {
 	struct unionfs_rdent *e, *tmp;
 
-	if (!rdc)
+	if (!rdc || !refcount_dec_and_test(&rdc->ref))
 		return;
 	rbtree_postorder_for_each_entry_safe(e, tmp, &rdc->root, node)
 		kfree(e);
@@ -189,7 +197,10 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 	if (!rdc)
 		return ERR_PTR(-ENOMEM);
 	rdc->root = RB_ROOT;
+	refcount_set(&rdc->ref, 1);
 	rdc->version = UNIONFS_I(d_inode(dentry))->dir_version;
+	rdc->snap = unionfs_dir_snap(d_inode(dentry));
+	rdc->gen = bt->gen;
 	rd.rdc = rdc;
 
 	unionfs_get_range(dentry, &bstart, &bend);
@@ -228,7 +239,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 	trace_unionfs_readdir(sb, dentry->d_name.name, bstart, bend, nread,
 			      rdc->n, rdc->dups, rdc->whiteouts, false, err);
 	if (err) {
-		unionfs_rdcache_free(rdc);
+		unionfs_rdcache_put(rdc);
 		return ERR_PTR(err);
 	}
 	return rdc;
@@ -245,14 +256,59 @@ int unionfs_check_empty(struct dentry *dentry, int *has_whiteouts)
 	if (rdc->n)
 		err = -ENOTEMPTY;
 	*has_whiteouts = !RB_EMPTY_ROOT(&rdc->root) && !rdc->n;
-	unionfs_rdcache_free(rdc);
+	unionfs_rdcache_put(rdc);
 	return err;
+}
+
+/* The inode's merged listing if it is still current, referenced. */
+static struct unionfs_rdcache *unionfs_rd_cached(struct dentry *dentry)
+{
+	struct inode *inode = d_inode(dentry);
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+	struct unionfs_rdcache *rdc;
+	int bstart, bend;
+
+	spin_lock(&inode->i_lock);
+	rdc = ui->rdcache;
+	if (rdc)
+		refcount_inc(&rdc->ref);
+	spin_unlock(&inode->i_lock);
+	if (!rdc)
+		return NULL;
+	if (rdc->version != ui->dir_version ||
+	    rdc->gen != unionfs_dbt(dentry)->gen ||
+	    (UNIONFS_SB(inode->i_sb)->coherency != UNIONFS_COH_NONE &&
+	     rdc->snap != unionfs_dir_snap(inode))) {
+		unionfs_rdcache_put(rdc);
+		return NULL;
+	}
+	unionfs_get_range(dentry, &bstart, &bend);
+	trace_unionfs_readdir(inode->i_sb, dentry->d_name.name, bstart, bend,
+			      0, rdc->n, rdc->dups, rdc->whiteouts, true, 0);
+	return rdc;
+}
+
+/* Keep @rdc on the inode for the next open (replacing an older one). */
+static void unionfs_rd_publish(struct dentry *dentry,
+			       struct unionfs_rdcache *rdc)
+{
+	struct inode *inode = d_inode(dentry);
+	struct unionfs_rdcache *old;
+
+	refcount_inc(&rdc->ref);
+	spin_lock(&inode->i_lock);
+	old = UNIONFS_I(inode)->rdcache;
+	UNIONFS_I(inode)->rdcache = rdc;
+	spin_unlock(&inode->i_lock);
+	unionfs_rdcache_put(old);
 }
 
 struct unionfs_passthru {
 	struct dir_context ctx;
 	struct dir_context *caller;
 	unsigned int fsidx;
+	unsigned long emitted;
+	unsigned long whiteouts;
 };
 
 static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
@@ -262,13 +318,20 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 	struct unionfs_passthru *pt = container_of(ctx, struct unionfs_passthru,
 						   ctx);
 
-	if (unionfs_is_whname(name, len))
+	if (unionfs_is_whname(name, len)) {
+		pt->whiteouts++;
 		return true;
+	}
 	if (!(ino >> 56))
 		ino |= (u64)pt->fsidx << 56;
 	/* d_off of the previous entry: where to resume, i.e. this entry */
 	pt->caller->pos = pos;
-	return dir_emit(pt->caller, name, len, ino, type);
+	if (!dir_emit(pt->caller, name, len, ino, type))
+		return false;
+	if (!(len == 1 && name[0] == '.') &&
+	    !(len == 2 && name[0] == '.' && name[1] == '.'))
+		pt->emitted++;
+	return true;
 }
 
 static int unionfs_iterate(struct file *file, struct dir_context *ctx)
@@ -291,15 +354,28 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 		fi->lower->f_pos = ctx->pos;
 		err = iterate_dir(fi->lower, &pt.ctx);
 		ctx->pos = fi->lower->f_pos;
+		/* one branch, read straight through: one event per getdents */
+		if (trace_unionfs_readdir_enabled()) {
+			int b = unionfs_bt_index(unionfs_dbt(dentry), fi->br);
+
+			trace_unionfs_readdir(file_inode(file)->i_sb,
+					      dentry->d_name.name, b, b, 1,
+					      pt.emitted, 0, pt.whiteouts,
+					      false, err);
+		}
 		return err;
 	}
 
 	rdc = fi->rdcache;
 	if (!rdc || ctx->pos == 0) {
-		rdc = unionfs_rd_build(dentry);
-		if (IS_ERR(rdc))
-			return PTR_ERR(rdc);
-		unionfs_rdcache_free(fi->rdcache);
+		rdc = unionfs_rd_cached(dentry);
+		if (!rdc) {
+			rdc = unionfs_rd_build(dentry);
+			if (IS_ERR(rdc))
+				return PTR_ERR(rdc);
+			unionfs_rd_publish(dentry, rdc);
+		}
+		unionfs_rdcache_put(fi->rdcache);
 		fi->rdcache = rdc;
 	}
 	if (!dir_emit_dots(file, ctx))
@@ -388,7 +464,7 @@ static int unionfs_dir_release(struct inode *inode, struct file *file)
 		unionfs_branch_put(fi->br);
 		fput(fi->lower);
 	}
-	unionfs_rdcache_free(fi->rdcache);
+	unionfs_rdcache_put(fi->rdcache);
 	kfree(fi);
 	return 0;
 }

@@ -28,6 +28,7 @@ static struct inode *unionfs_alloc_inode(struct super_block *sb)
 	RCU_INIT_POINTER(ui->vec, NULL);
 	ui->key = NULL;
 	ui->dir_version = 1;
+	ui->rdcache = NULL;
 	return &ui->vfs_inode;
 }
 
@@ -42,6 +43,8 @@ static void unionfs_evict_inode(struct inode *inode)
 
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
+	unionfs_rdcache_put(ui->rdcache);
+	ui->rdcache = NULL;
 	/* permission() may still read it in RCU walk: freed after a GP */
 	unionfs_ivec_free(rcu_replace_pointer(ui->vec, NULL, true));
 }
@@ -106,6 +109,9 @@ static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 			   "rw" : "ro");
 	}
 	unionfs_bt_put(bt);
+	if (UNIONFS_SB(root->d_sb)->coherency != UNIONFS_COH_REVAL)
+		seq_printf(m, ",coherency=%s",
+			   unionfs_coherency_names[UNIONFS_SB(root->d_sb)->coherency]);
 	return 0;
 }
 
@@ -130,9 +136,17 @@ struct unionfs_fs_context {
 	struct unionfs_branch_spec *specs;
 	char *cmds;			/* remount commands, '\n'-separated */
 	size_t cmdlen;
+	int coherency;			/* UNIONFS_COH_*, -1: not given */
 };
 
-enum { OPT_DIRS, OPT_ADD, OPT_DEL, OPT_MODE, OPT_INCGEN };
+enum { OPT_DIRS, OPT_ADD, OPT_DEL, OPT_MODE, OPT_INCGEN, OPT_COHERENCY };
+
+static const struct constant_table unionfs_coherency_tbl[] = {
+	{ "none",	UNIONFS_COH_NONE },
+	{ "reval",	UNIONFS_COH_REVAL },
+	{ "notify",	UNIONFS_COH_NOTIFY },
+	{}
+};
 
 static const struct fs_parameter_spec unionfs_param_specs[] = {
 	__fsparam(fs_param_is_string, "dirs", OPT_DIRS, fs_param_can_be_empty,
@@ -141,6 +155,7 @@ static const struct fs_parameter_spec unionfs_param_specs[] = {
 	fsparam_string("del", OPT_DEL),
 	fsparam_string("mode", OPT_MODE),
 	fsparam_flag("incgen", OPT_INCGEN),
+	fsparam_string("coherency", OPT_COHERENCY),
 	{}
 };
 
@@ -239,6 +254,18 @@ static int unionfs_parse_param(struct fs_context *fc,
 	if (opt < 0)
 		return opt;
 
+	if (opt == OPT_COHERENCY) {
+		int c = lookup_constant(unionfs_coherency_tbl, param->string,
+					-1);
+
+		if (c < 0) {
+			pr_warn("mount: unknown coherency '%s' (use none, reval or notify)\n",
+				param->string);
+			return -EINVAL;
+		}
+		ctx->coherency = c;
+		return 0;
+	}
 	if (opt != OPT_DIRS &&
 	    fc->purpose != FS_CONTEXT_FOR_RECONFIGURE) {
 		pr_warn("mount: '%s' is a remount command (mount -o remount,%s=...)\n",
@@ -392,7 +419,14 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	atomic_set(&sbi->generation, 1);
 	mutex_init(&sbi->bt_lock);
 	INIT_LIST_HEAD(&sbi->retired);
+	mutex_init(&sbi->nmutex);
+	spin_lock_init(&sbi->actor_lock);
+	INIT_LIST_HEAD(&sbi->actors);
+	sbi->coherency = ctx->coherency < 0 ? UNIONFS_COH_REVAL : ctx->coherency;
 	sb->s_fs_info = sbi;
+	err = unionfs_notify_init(sb);
+	if (err)
+		return err;
 
 	bt = unionfs_bt_alloc(sb, ctx->nspecs);
 	if (!bt)
@@ -459,6 +493,13 @@ static int unionfs_reconfigure(struct fs_context *fc)
 	bool ro = fc->sb_flags & SB_RDONLY;
 	int i, err = 0;
 
+	if (ctx->coherency >= 0 &&
+	    ctx->coherency != UNIONFS_SB(sb)->coherency) {
+		pr_warn("remount: coherency=%s: the coherency mode is chosen at mount time (now %s)\n",
+			unionfs_coherency_names[ctx->coherency],
+			unionfs_coherency_names[UNIONFS_SB(sb)->coherency]);
+		return -EINVAL;
+	}
 	sync_filesystem(sb);
 	bt = unionfs_bt_get(sb);
 	if (ctx->dirs) {
@@ -527,6 +568,7 @@ static int unionfs_init_fs_context(struct fs_context *fc)
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
+	ctx->coherency = -1;
 	fc->fs_private = ctx;
 	fc->ops = &unionfs_context_ops;
 	return 0;
@@ -541,6 +583,8 @@ static void unionfs_kill_sb(struct super_block *sb)
 	kill_anon_super(sb);
 	/* evicted inodes release their branch references asynchronously */
 	unionfs_inode_wq_flush();
+	if (sbi)
+		unionfs_notify_exit(sb);
 	unionfs_free_sbi(sbi);
 }
 

@@ -75,8 +75,24 @@ enum {
 	UNIONFS_HZ_VANISHED,	/* the winning lower entry went away */
 	UNIONFS_HZ_REPLACED,	/* it now names another object */
 	UNIONFS_HZ_DIR_CHANGED,	/* a lower directory changed under a name */
+	/* coherency=notify: seen as it happens (fsnotify on branch dirs) */
+	UNIONFS_HZ_CREATED,	/* an entry was created in a branch dir */
+	UNIONFS_HZ_REMOVED,	/* an entry was removed from a branch dir */
+	UNIONFS_HZ_RENAMED,	/* an entry was renamed in/out of a branch dir */
+	UNIONFS_HZ_ATTRIB,	/* a branch dir's attributes changed */
+	UNIONFS_HZ_COPYUP_RACE,	/* a file changed in its branch while copied up */
 	UNIONFS_HZ_MAX
 };
+
+/* coherency= mount option: how changes made directly in branches are found */
+enum {
+	UNIONFS_COH_NONE,	/* branches are static: no checks */
+	UNIONFS_COH_REVAL,	/* lazy: compare with the branch on revalidation */
+	UNIONFS_COH_NOTIFY,	/* eager: fsnotify marks on branch directories */
+};
+
+struct fsnotify_group;
+struct unionfs_nmark;
 
 #define UNIONFS_SB_NOTICED	0	/* flags bit: pr_notice given */
 
@@ -92,6 +108,20 @@ struct unionfs_sb_info {
 	struct dentry *debugfs_dir;	/* per-mount view */
 	atomic_long_t hazards[UNIONFS_HZ_MAX];	/* direct changes seen */
 	unsigned long flags;		/* UNIONFS_SB_* bits */
+	int coherency;			/* UNIONFS_COH_* */
+	/* coherency=notify (notify.c) */
+	struct fsnotify_group *ngroup;	/* our marks on branch dirs */
+	struct mutex nmutex;		/* mark adoption/release */
+	atomic_long_t nmarks;		/* marks in place */
+	atomic_long_t nseq;		/* bumped by every direct change */
+	spinlock_t actor_lock;
+	struct list_head actors;	/* tasks inside a branch call of ours */
+};
+
+/* A task making a branch change on the union's behalf (lower.c). */
+struct unionfs_actor {
+	struct list_head list;
+	struct task_struct *task;
 };
 
 /*
@@ -108,6 +138,7 @@ struct unionfs_dentry_info {
 	int bwh;		/* branch whose whiteout hid the name, or -1 */
 	int generation;
 	u64 psnap;		/* parent's lower dirs' ctimes at lookup */
+	long nseq;		/* coherency=notify: sbi->nseq when checked */
 	int nbr;		/* size of lower[] == bt->nbr */
 	struct unionfs_btable *bt;
 	struct list_head retired;
@@ -122,6 +153,7 @@ struct unionfs_ivec {
 	int bend;
 	int nbr;
 	struct rcu_work rwork;
+	struct unionfs_nmark **marks;	/* coherency=notify, directories */
 	struct inode *lower[];
 };
 
@@ -132,6 +164,7 @@ struct unionfs_inode_info {
 	struct inode *key;	/* lower inode this inode is hashed by */
 	u64 dir_version;	/* bumped by every change made through us */
 	u64 snap;		/* lower dirs' ctimes after our own changes */
+	struct unionfs_rdcache *rdcache;	/* merged listing, under i_lock */
 };
 
 struct unionfs_file_info {
@@ -270,13 +303,22 @@ void unionfs_hazard(struct super_block *sb, int kind, int bindex,
 const char *unionfs_hazard_name(int kind);
 int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud);
 
+/* notify.c: coherency=notify */
+int unionfs_notify_init(struct super_block *sb);
+void unionfs_notify_exit(struct super_block *sb);
+void unionfs_notify_adopt(struct unionfs_ivec *vec, struct super_block *sb);
+void unionfs_notify_release(struct unionfs_ivec *vec);
+void unionfs_actor_begin(struct unionfs_btable *bt, struct unionfs_actor *a);
+void unionfs_actor_end(struct unionfs_btable *bt, struct unionfs_actor *a);
+extern const char *const unionfs_coherency_names[];
+
 /* file.c */
 extern const struct file_operations unionfs_main_fops;
 
 /* readdir.c */
 extern const struct file_operations unionfs_dir_fops;
 int unionfs_check_empty(struct dentry *dentry, int *has_whiteouts);
-void unionfs_rdcache_free(struct unionfs_rdcache *rdc);
+void unionfs_rdcache_put(struct unionfs_rdcache *rdc);
 
 /* copyup.c */
 int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);

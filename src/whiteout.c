@@ -12,6 +12,19 @@
 
 #include "unionfs_trace.h"
 
+/* Trace a marker event with the lower directory's name (snapshot). */
+#define unionfs_trace_marker(event, bt, dir, marker, bindex, reason, err) \
+	do {								\
+		if (trace_##event##_enabled()) {			\
+			struct name_snapshot __n;			\
+									\
+			take_dentry_name_snapshot(&__n, dir);		\
+			trace_##event((bt)->sb, __n.name.name, marker,	\
+				      bindex, reason, err);		\
+			release_dentry_name_snapshot(&__n);		\
+		}							\
+	} while (0)
+
 int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,
 			    const char *reason)
@@ -37,7 +50,8 @@ int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 		}
 		dput(wh);
 	}
-	trace_unionfs_whiteout_create(bt->sb, whname, bindex, reason, err);
+	unionfs_trace_marker(unionfs_whiteout_create, bt, lparent, whname,
+			     bindex, reason, err);
 	kfree(whname);
 	return err;
 }
@@ -61,7 +75,8 @@ int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 						wh);
 		dput(wh);
 	}
-	trace_unionfs_whiteout_remove(bt->sb, whname, bindex, reason, err);
+	unionfs_trace_marker(unionfs_whiteout_remove, bt, lparent, whname,
+			     bindex, reason, err);
 	kfree(whname);
 	return err;
 }
@@ -117,7 +132,8 @@ int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 		dput(d);
 	}
 	inode_unlock(d_inode(ldir));
-	trace_unionfs_opaque_mark(bt->sb, ldir->d_name.name, bindex, reason, err);
+	unionfs_trace_marker(unionfs_opaque_mark, bt, ldir, UNIONFS_DIR_OPAQUE,
+			     bindex, reason, err);
 	return err;
 }
 
@@ -197,11 +213,10 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 							       d_inode(ldir),
 							       d);
 				if (!err && d_is_reg(d))
-					trace_unionfs_whiteout_remove(bt->sb,
-								      e->name,
-								      bindex,
-								      "clean",
-								      0);
+					unionfs_trace_marker(unionfs_whiteout_remove,
+							     bt, ldir, e->name,
+							     bindex, "clean",
+							     0);
 				dput(d);
 			}
 		}

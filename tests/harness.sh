@@ -12,12 +12,15 @@ h_result() {	# h_result "ok"|"not ok" "file: desc" [diag lines]
 }
 
 run_suite() {
-	local f name res log rc nres nfail status desc diag line
+	local f name res log rc nres nfail status desc diag line to
 	for f in "$@"; do
 		name=$(basename "$f")
 		res=$H_LOGDIR/${name%.sh}.tap log=$H_LOGDIR/${name%.sh}.log
 		: > "$res"
-		UNIONFS_TAP_OUT=$res timeout -k 10 "${UNIONFS_TEST_TIMEOUT:-300}" bash "$f" > "$log" 2>&1
+		# a file may ask for more time with a line "# timeout: SECONDS"
+		to=$(sed -n 's/^# timeout: \([0-9][0-9]*\)$/\1/p' "$f" | head -n 1)
+		to=${UNIONFS_TEST_TIMEOUT:-${to:-300}}
+		UNIONFS_TAP_OUT=$res timeout -k 10 "$to" bash "$f" > "$log" 2>&1
 		rc=$?
 		nres=0 nfail=0 status= desc= diag=
 		while IFS= read -r line; do
@@ -33,7 +36,7 @@ run_suite() {
 		[[ -n $status ]] && h_result "$status" "$name: $desc" "$diag"
 		if [[ $rc != 0 && $nfail == 0 ]]; then
 			local why="exited with status $rc"
-			[[ $rc == 124 || $rc == 137 ]] && why="timed out after ${UNIONFS_TEST_TIMEOUT:-300}s"
+			[[ $rc == 124 || $rc == 137 ]] && why="timed out after ${to}s"
 			h_result "not ok" "$name: $why after $nres results" "$(tail -n 10 "$log")"
 		elif [[ $nres == 0 ]]; then
 			h_result "not ok" "$name: reported no results" "$(tail -n 10 "$log")"

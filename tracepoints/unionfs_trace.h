@@ -110,12 +110,14 @@ DEFINE_EVENT(unionfs_copyup_class, unionfs_copyup_end,
 		 const char *reason, int err, u64 ns),
 	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns));
 
+/* Whiteouts and opaque markers: @name (the marker) in directory @parent. */
 DECLARE_EVENT_CLASS(unionfs_marker_class,
-	TP_PROTO(struct super_block *sb, const char *name, int bindex,
-		 const char *reason, int err),
-	TP_ARGS(sb, name, bindex, reason, err),
+	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
+		 int bindex, const char *reason, int err),
+	TP_ARGS(sb, parent, name, bindex, reason, err),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
+		__string(parent, parent)
 		__string(name, name)
 		__field(int, bindex)
 		__string(reason, reason)
@@ -123,32 +125,33 @@ DECLARE_EVENT_CLASS(unionfs_marker_class,
 	),
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
+		__assign_str(parent, parent);
 		__assign_str(name, name);
 		__entry->bindex = bindex;
 		__assign_str(reason, reason);
 		__entry->err = err;
 	),
-	TP_printk("dev %d:%d name %s branch %d reason %s err %d",
-		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
-		  __entry->bindex, __get_str(reason), __entry->err)
+	TP_printk("dev %d:%d parent %s name %s branch %d reason %s err %d",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(parent),
+		  __get_str(name), __entry->bindex, __get_str(reason),
+		  __entry->err)
 );
 
 DEFINE_EVENT(unionfs_marker_class, unionfs_whiteout_create,
-	TP_PROTO(struct super_block *sb, const char *name, int bindex,
-		 const char *reason, int err),
-	TP_ARGS(sb, name, bindex, reason, err));
+	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
+		 int bindex, const char *reason, int err),
+	TP_ARGS(sb, parent, name, bindex, reason, err));
 
 DEFINE_EVENT(unionfs_marker_class, unionfs_whiteout_remove,
-	TP_PROTO(struct super_block *sb, const char *name, int bindex,
-		 const char *reason, int err),
-	TP_ARGS(sb, name, bindex, reason, err));
+	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
+		 int bindex, const char *reason, int err),
+	TP_ARGS(sb, parent, name, bindex, reason, err));
 
 DEFINE_EVENT(unionfs_marker_class, unionfs_opaque_mark,
-	TP_PROTO(struct super_block *sb, const char *name, int bindex,
-		 const char *reason, int err),
-	TP_ARGS(sb, name, bindex, reason, err));
+	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
+		 int bindex, const char *reason, int err),
+	TP_ARGS(sb, parent, name, bindex, reason, err));
 
-/* Every call into a branch filesystem (lower.c). */
 DECLARE_EVENT_CLASS(unionfs_branch_op_class,
 	TP_PROTO(struct super_block *sb, const char *op, int bindex,
 		 const char *name, int err),

@@ -2,6 +2,7 @@
 # Merged readdir: each name once, whiteouts and whited-out names hidden, opaque dirs
 # respected; 100,000 entries listed completely with small getdents buffers;
 # telldir/seekdir resume at the same entry.
+# timeout: 600
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest

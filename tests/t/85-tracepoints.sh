@@ -14,7 +14,7 @@ INJ=/sys/kernel/debug/unionfs/inject
 
 ALL_EVENTS="unionfs_lookup unionfs_copyup_start unionfs_copyup_end unionfs_whiteout_create
 unionfs_whiteout_remove unionfs_opaque_mark unionfs_branch_op unionfs_revalidate
-unionfs_gen_bump unionfs_readdir"
+unionfs_gen_bump unionfs_readdir unionfs_hazard"
 
 tr_reset() {	# tr_reset EVENT... : only these unionfs events on, empty buffer
 	local e
@@ -36,6 +36,14 @@ has() {
 		ok "$1"
 	else
 		not_ok "$1" "expected line: $3"$'\n'"$2 lines:"$'\n'"$(head -n 10 <<< "$got")"
+	fi
+}
+# has_re DESC EVENT ERE : some line of that event matches the extended regex
+has_re() {
+	if tr_get "$2" | grep -qE -- "$3"; then
+		ok "$1"
+	else
+		not_ok "$1" "expected a line matching: $3"$'\n'"$2 lines:"$'\n'"$(tr_get "$2" | head -n 10)"
 	fi
 }
 inject() { echo "$*" > "$INJ"; }
@@ -150,15 +158,15 @@ r=$($S mkdir "$M/rmd")
 uninject
 is "opaque: injected EIO fails mkdir over a whiteout" "$r" EIO
 tr_stop
-has "whiteout_create: unlink, branch 0" unionfs_whiteout_create "$D name .wh.rmf branch 0 reason unlink err 0"
-has "whiteout_create: rmdir, branch 0" unionfs_whiteout_create "$D name .wh.rmd branch 0 reason rmdir err 0"
-has "whiteout_create: rename, branch 0" unionfs_whiteout_create "$D name .wh.rmf2 branch 0 reason rename err 0"
-has "whiteout_create: injected errno -28" unionfs_whiteout_create "$D name .wh.whfail branch 0 reason unlink err -28"
-has "whiteout_remove: create-over-whiteout" unionfs_whiteout_remove "$D name .wh.again branch 0 reason create-over-whiteout err 0"
-has "whiteout_remove: mkdir-over-whiteout" unionfs_whiteout_remove "$D name .wh.mkover branch 0 reason mkdir-over-whiteout err 0"
-has "opaque_mark: mkdir-over-whiteout" unionfs_opaque_mark "$D name mkover branch 0 reason mkdir-over-whiteout err 0"
-has "opaque_mark: rename of a directory" unionfs_opaque_mark "$D name newdir branch 0 reason rename err 0"
-has "opaque_mark: injected errno -5" unionfs_opaque_mark "$D name rmd branch 0 reason mkdir-over-whiteout err -5"
+has "whiteout_create: unlink, branch 0" unionfs_whiteout_create "$D parent / name .wh.rmf branch 0 reason unlink err 0"
+has "whiteout_create: rmdir, branch 0" unionfs_whiteout_create "$D parent / name .wh.rmd branch 0 reason rmdir err 0"
+has "whiteout_create: rename, branch 0" unionfs_whiteout_create "$D parent / name .wh.rmf2 branch 0 reason rename err 0"
+has "whiteout_create: injected errno -28" unionfs_whiteout_create "$D parent / name .wh.whfail branch 0 reason unlink err -28"
+has "whiteout_remove: create-over-whiteout" unionfs_whiteout_remove "$D parent / name .wh.again branch 0 reason create-over-whiteout err 0"
+has "whiteout_remove: mkdir-over-whiteout" unionfs_whiteout_remove "$D parent / name .wh.mkover branch 0 reason mkdir-over-whiteout err 0"
+has "opaque_mark: mkdir-over-whiteout" unionfs_opaque_mark "$D parent mkover name .wh.__dir_opaque branch 0 reason mkdir-over-whiteout err 0"
+has "opaque_mark: rename of a directory" unionfs_opaque_mark "$D parent newdir name .wh.__dir_opaque branch 0 reason rename err 0"
+has "opaque_mark: injected errno -5" unionfs_opaque_mark "$D parent rmd name .wh.__dir_opaque branch 0 reason mkdir-over-whiteout err -5"
 is "union still shows the whited-out names as gone" "$(ls "$M" | grep -cxE 'rmf|rmd|rmf2|whfail')" 1
 
 # ---- unionfs_branch_op ----------------------------------------------------------------
@@ -180,6 +188,10 @@ has "branch_op: injected errno -13" unionfs_branch_op "$D create branch 0 name b
 tr_reset unionfs_readdir
 names "$M/d" > /dev/null
 names "$M/od" > /dev/null
+names "$M/d" > /dev/null          # unchanged: served from the inode's cache
+mkdir -p "$B0/solo"; touch "$B0/solo/a" "$B0/solo/b" "$B0/solo/.wh.c"
+names "$M/solo" > /dev/null       # one branch: passthrough
+touch "$M/d/fresh"                # a change through the union: the next listing is rebuilt
 inject readdir errno=5 times=1
 r=$(ls "$M/d" 2>&1)
 uninject
@@ -189,11 +201,12 @@ has "readdir: merged dir: 2 entries, 1 duplicate, 1 whiteout hidden" unionfs_rea
 	"$D dir d branches 0..1 read 2 entries 2 duplicates 1 whiteouts 1 cached 0 err 0"
 has "readdir: opaque dir reads branches 0..1" unionfs_readdir \
 	"$D dir od branches 0..1 read 2 entries 0 duplicates 0 whiteouts 0 cached 0 err 0"
-if tr_get unionfs_readdir | grep -qE "^$D dir d branches 0\.\.1 read [0-9]+ entries [0-9]+ duplicates [0-9]+ whiteouts [0-9]+ cached 0 err -5$"; then
-	ok "readdir: injected errno -5"
-else
-	not_ok "readdir: injected errno -5" "$(tr_get unionfs_readdir)"
-fi
+has "readdir: unchanged dir served from cache (read 0 branches)" unionfs_readdir \
+	"$D dir d branches 0..1 read 0 entries 2 duplicates 1 whiteouts 1 cached 1 err 0"
+has "readdir: single-branch dir read straight through" unionfs_readdir \
+	"$D dir solo branches 0..0 read 1 entries 2 duplicates 0 whiteouts 1 cached 0 err 0"
+has_re "readdir: injected errno -5" unionfs_readdir \
+	"^$D dir d branches 0\.\.1 read [0-9]+ entries [0-9]+ duplicates [0-9]+ whiteouts [0-9]+ cached 0 err -5$"
 
 # ---- unionfs_revalidate ---------------------------------------------------------------
 echo v > "$B1/stale"
@@ -203,21 +216,58 @@ rm "$B1/stale"                       # removed behind the union's back
 stat "$M/stale" >/dev/null 2>&1
 tr_stop
 # the parent's lower directory changed: the cached name is dropped and looked up again
-if tr_get unionfs_revalidate | grep -qE "^$D name stale gen ([0-9]+) sbgen \1 result dropped why dir-changed$"; then
-	ok "revalidate: lower removed behind the union -> dropped dir-changed"
-else
-	not_ok "revalidate: lower removed behind the union -> dropped dir-changed" "$(tr_get unionfs_revalidate)"
-fi
+has_re "revalidate: lower removed behind the union -> dropped dir-changed" unionfs_revalidate \
+	"^$D name stale gen ([0-9]+) sbgen \1 result dropped why dir-changed$"
 echo v > "$B1/neg"
 stat "$M/neg" >/dev/null
 tr_reset unionfs_revalidate
 rm "$M/neg"; echo again > "$M/neg"
 tr_stop
-if tr_get unionfs_revalidate | grep -qE "^$D name neg gen ([0-9]+) sbgen \1 result dropped why negative-with-branches$"; then
-	ok "revalidate: re-create after unlink -> dropped negative-with-branches"
+has_re "revalidate: re-create after unlink -> dropped negative-with-branches" unionfs_revalidate \
+	"^$D name neg gen ([0-9]+) sbgen \1 result dropped why negative-with-branches$"
+
+echo v > "$B1/same"
+stat "$M/same" >/dev/null
+tr_reset unionfs_revalidate
+stat "$M/same" >/dev/null
+tr_stop
+has_re "revalidate: unchanged name -> valid unchanged" unionfs_revalidate \
+	"^$D name same gen ([0-9]+) sbgen \1 result valid why unchanged$"
+tr_reset unionfs_revalidate
+exec 7< "$M/same"                 # in use: the generation bump cannot just free it
+mount -i -o remount,incgen "$M"
+stat "$M/same" >/dev/null
+exec 7<&-
+tr_stop
+has_re "revalidate: root rebuilt in place on a generation bump" unionfs_revalidate \
+	"^$D name / gen ([0-9]+) sbgen [0-9]+ result rebuilt why incgen$"
+has_re "revalidate: older generation -> dropped generation" unionfs_revalidate \
+	"^$D name same gen ([0-9]+) sbgen [0-9]+ result dropped why generation$"
+
+# ---- unionfs_hazard -------------------------------------------------------------------
+echo v > "$B1/hz"
+stat "$M/hz" >/dev/null
+tr_reset unionfs_hazard
+rm "$B1/hz"                          # behind the union's back
+stat "$M/hz" >/dev/null 2>&1
+tr_stop
+has "hazard: lower removed, seen at revalidation (reval)" unionfs_hazard \
+	"$D kind dir_changed branch -1 name hz what parent directory changed in a branch"
+mkdir -p "$T/nb0" "$T/nb1" "$T/mn"; echo v > "$T/nb1/hz2"
+mount -i -t unionfs -o "dirs=$T/nb0:$T/nb1=ro,coherency=notify" none "$T/mn"
+NDEV=$(stat -c '%Hd:%Ld' "$T/mn")
+stat "$T/mn/hz2" >/dev/null
+tr_reset unionfs_hazard
+rm "$T/nb1/hz2"                      # seen as it happens with coherency=notify
+tr_stop
+has_re "hazard: coherency=notify reports the removal at once, with its path" unionfs_hazard \
+	"^dev $NDEV kind removed branch 1 name .*/nb1/hz2 what removed from the branch$"
+if grep -E "unionfs_hazard: dev $NDEV kind removed" "$TR/trace" | grep -q '^ *rm-'; then
+	ok "hazard: the event is recorded in the context of the process that made the change (rm)"
 else
-	not_ok "revalidate: re-create after unlink -> dropped negative-with-branches" "$(tr_get unionfs_revalidate)"
+	not_ok "hazard: the event is recorded in the context of the process that made the change (rm)" "$(grep unionfs_hazard "$TR/trace")"
 fi
+umount "$T/mn"
 
 # ---- unionfs_gen_bump -----------------------------------------------------------------
 f=$EV/unionfs_gen_bump/format
@@ -229,11 +279,8 @@ fi
 tr_reset unionfs_gen_bump
 mount -i -o remount,incgen "$M"
 tr_stop
-if tr_get unionfs_gen_bump | grep -qE "^$D generation ([0-9]+) -> [0-9]+ cause incgen$"; then
-	ok "gen_bump: fires on remount,incgen with cause incgen"
-else
-	not_ok "gen_bump: fires on remount,incgen with cause incgen" "$(tr_get unionfs_gen_bump)"
-fi
+has_re "gen_bump: fires on remount,incgen with cause incgen" unionfs_gen_bump \
+	"^$D generation ([0-9]+) -> [0-9]+ cause incgen$"
 
 # ---- two unions are told apart by dev -------------------------------------------------
 mkdir -p "$T/m2"

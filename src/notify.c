@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unionfs: coherency with branches modified directly (coherency= option).
+ *
+ *   none    branches are static: revalidation only checks generations.
+ *   reval   (default) lazy: d_revalidate compares the cached view with the
+ *           branch (the parent's lower directories' ctimes, the identity
+ *           of the winning lower dentry and inode), see dentry.c.
+ *   notify  eager: an fsnotify mark on every lower directory of every
+ *           cached union directory. A change that did not come through
+ *           this union bumps sbi->nseq at once (and is counted and traced
+ *           with the process that made it); d_revalidate of a dentry that
+ *           has seen the current nseq is a single comparison, and only
+ *           after a direct change does it fall back to the reval checks.
+ *
+ * Changes the union makes itself are told apart by task: every modifying
+ * call into a branch (lower.c) runs between unionfs_actor_begin/end, which
+ * list the task on the superblock; the fsnotify handler runs in the
+ * context of the task that made the change.
+ *
+ * Marks are shared by all union inodes that hold the same lower directory
+ * (users count, under sbi->nmutex) and removed with the last of them.
+ */
+#include "union.h"
+
+#include <linux/fsnotify_backend.h>
+
+#include "unionfs_trace.h"
+
+const char *const unionfs_coherency_names[] = {
+	[UNIONFS_COH_NONE]	= "none",
+	[UNIONFS_COH_REVAL]	= "reval",
+	[UNIONFS_COH_NOTIFY]	= "notify",
+};
+
+#define UNIONFS_NMASK	(FS_CREATE | FS_DELETE | FS_MOVED_FROM | FS_MOVED_TO | \
+			 FS_ATTRIB | FS_DELETE_SELF | FS_MOVE_SELF)
+
+struct unionfs_nmark {
+	struct fsnotify_mark fsn;
+	struct unionfs_sb_info *sbi;
+	int bindex;		/* branch index when the mark was placed */
+	int users;		/* union inode vectors holding it (nmutex) */
+};
+
+void unionfs_actor_begin(struct unionfs_btable *bt, struct unionfs_actor *a)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
+
+	a->task = NULL;
+	if (READ_ONCE(sbi->coherency) != UNIONFS_COH_NOTIFY)
+		return;
+	a->task = current;
+	spin_lock(&sbi->actor_lock);
+	list_add(&a->list, &sbi->actors);
+	spin_unlock(&sbi->actor_lock);
+}
+
+void unionfs_actor_end(struct unionfs_btable *bt, struct unionfs_actor *a)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
+
+	if (!a->task)
+		return;
+	spin_lock(&sbi->actor_lock);
+	list_del(&a->list);
+	spin_unlock(&sbi->actor_lock);
+}
+
+static bool unionfs_is_actor(struct unionfs_sb_info *sbi)
+{
+	struct unionfs_actor *a;
+	bool found = false;
+
+	spin_lock(&sbi->actor_lock);
+	list_for_each_entry(a, &sbi->actors, list) {
+		if (a->task == current) {
+			found = true;
+			break;
+		}
+	}
+	spin_unlock(&sbi->actor_lock);
+	return found;
+}
+
+/* "dir/name" inside the branch filesystem, for the hazard tracepoint */
+static void unionfs_notify_trace(struct unionfs_sb_info *sbi, int kind,
+				 struct unionfs_nmark *m, struct inode *di,
+				 const struct qstr *name, const char *what)
+{
+	struct dentry *alias = NULL;
+	char *buf, *p = NULL;
+
+	if (!trace_unionfs_hazard_enabled())
+		return;
+	buf = kmalloc(PATH_MAX, GFP_NOFS);
+	if (!buf)
+		return;
+	if (di)
+		alias = d_find_any_alias(di);
+	if (alias) {
+		p = dentry_path_raw(alias, buf, PATH_MAX - NAME_MAX - 2);
+		dput(alias);
+		if (IS_ERR(p))
+			p = NULL;
+	}
+	if (p && name) {
+		size_t len = strlen(p);
+
+		memmove(buf, p, len);
+		if (len > 1)
+			buf[len++] = '/';
+		snprintf(buf + len, PATH_MAX - len, "%.*s", name->len,
+			 name->name);
+		p = buf;
+	} else if (!p) {
+		snprintf(buf, PATH_MAX, "%.*s", name ? name->len : 0,
+			 name ? (const char *)name->name : "");
+		p = buf;
+	}
+	trace_unionfs_hazard(sbi->sb, unionfs_hazard_name(kind), m->bindex, p,
+			     what);
+	kfree(buf);
+}
+
+static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
+				struct inode *inode, struct inode *dir,
+				const struct qstr *name, u32 cookie)
+{
+	struct unionfs_nmark *m = container_of(fsn, struct unionfs_nmark, fsn);
+	struct unionfs_sb_info *sbi = m->sbi;
+	const char *what;
+	int kind;
+
+	if (unionfs_is_actor(sbi))
+		return 0;
+	atomic_long_inc(&sbi->nseq);
+	if (mask & FS_CREATE) {
+		kind = UNIONFS_HZ_CREATED;
+		what = "created in the branch";
+	} else if (mask & FS_DELETE) {
+		kind = UNIONFS_HZ_REMOVED;
+		what = "removed from the branch";
+	} else if (mask & (FS_MOVED_FROM | FS_MOVED_TO | FS_MOVE_SELF)) {
+		kind = UNIONFS_HZ_RENAMED;
+		what = mask & FS_MOVED_TO ? "renamed into a branch dir" :
+		       "renamed away in the branch";
+	} else if (mask & FS_DELETE_SELF) {
+		kind = UNIONFS_HZ_REMOVED;
+		what = "branch directory removed";
+	} else {
+		kind = UNIONFS_HZ_ATTRIB;
+		what = "branch directory attributes changed";
+	}
+	atomic_long_inc(&sbi->hazards[kind]);
+	/* name events: @dir is the watched directory; self events: @inode */
+	unionfs_notify_trace(sbi, kind, m, dir ?: inode, name, what);
+	if (!test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
+		pr_notice("%u:%u: a branch was modified directly (%s: '%.*s' in branch %d, %s by %s[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+			  MAJOR(sbi->sb->s_dev), MINOR(sbi->sb->s_dev),
+			  unionfs_hazard_name(kind), name ? name->len : 0,
+			  name ? (const char *)name->name : "", m->bindex, what,
+			  current->comm, task_pid_nr(current),
+			  MAJOR(sbi->sb->s_dev), MINOR(sbi->sb->s_dev));
+	return 0;
+}
+
+static void unionfs_notify_free_mark(struct fsnotify_mark *fsn)
+{
+	kfree(container_of(fsn, struct unionfs_nmark, fsn));
+}
+
+static const struct fsnotify_ops unionfs_notify_ops = {
+	.handle_inode_event	= unionfs_notify_event,
+	.free_mark		= unionfs_notify_free_mark,
+};
+
+int unionfs_notify_init(struct super_block *sb)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	struct fsnotify_group *g;
+
+	if (sbi->coherency != UNIONFS_COH_NOTIFY)
+		return 0;
+	g = fsnotify_alloc_group(&unionfs_notify_ops, 0);
+	if (IS_ERR(g)) {
+		pr_warn("mount: coherency=notify: cannot create an fsnotify group (%ld)\n",
+			PTR_ERR(g));
+		return PTR_ERR(g);
+	}
+	sbi->ngroup = g;
+	return 0;
+}
+
+/* After every union inode is gone (kill_sb, vectors released). */
+void unionfs_notify_exit(struct super_block *sb)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+
+	if (!sbi->ngroup)
+		return;
+	WARN_ON_ONCE(atomic_long_read(&sbi->nmarks));
+	fsnotify_wait_marks_destroyed();
+	fsnotify_put_group(sbi->ngroup);
+	sbi->ngroup = NULL;
+}
+
+static struct unionfs_nmark *unionfs_nmark_get(struct unionfs_sb_info *sbi,
+					       struct inode *inode, int bindex)
+{
+	struct fsnotify_group *g = sbi->ngroup;
+	struct fsnotify_mark *fsn;
+	struct unionfs_nmark *m;
+	int err;
+
+	lockdep_assert_held(&sbi->nmutex);
+	fsn = fsnotify_find_mark(&inode->i_fsnotify_marks, g);
+	if (fsn) {
+		m = container_of(fsn, struct unionfs_nmark, fsn);
+		m->users++;
+		fsnotify_put_mark(fsn);	/* find's reference */
+		return m;
+	}
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return NULL;
+	fsnotify_init_mark(&m->fsn, g);
+	m->fsn.mask = UNIONFS_NMASK;
+	m->sbi = sbi;
+	m->bindex = bindex;
+	m->users = 1;
+	err = fsnotify_add_inode_mark(&m->fsn, inode, 0);
+	if (err) {
+		fsnotify_put_mark(&m->fsn);	/* frees it */
+		pr_warn_ratelimited("coherency=notify: cannot watch a directory of branch %d (%d); falling back to revalidation for it\n",
+				    bindex, err);
+		return NULL;
+	}
+	atomic_long_inc(&sbi->nmarks);
+	return m;
+}
+
+static void unionfs_nmark_put(struct unionfs_sb_info *sbi,
+			      struct unionfs_nmark *m)
+{
+	lockdep_assert_held(&sbi->nmutex);
+	if (--m->users)
+		return;
+	fsnotify_destroy_mark(&m->fsn, sbi->ngroup);
+	fsnotify_put_mark(&m->fsn);	/* the reference from init_mark */
+	atomic_long_dec(&sbi->nmarks);
+}
+
+/* Watch the lower directories of a directory's new vector. */
+void unionfs_notify_adopt(struct unionfs_ivec *vec, struct super_block *sb)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	int b;
+
+	if (!sbi->ngroup || vec->bstart < 0 || !vec->lower[vec->bstart] ||
+	    !S_ISDIR(vec->lower[vec->bstart]->i_mode))
+		return;
+	vec->marks = kcalloc(vec->nbr, sizeof(*vec->marks), GFP_KERNEL);
+	if (!vec->marks) {
+		/* nothing watched: make every revalidation do full checks */
+		atomic_long_inc(&sbi->nseq);
+		return;
+	}
+	mutex_lock(&sbi->nmutex);
+	for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
+		if (!vec->lower[b] || !S_ISDIR(vec->lower[b]->i_mode))
+			continue;
+		vec->marks[b] = unionfs_nmark_get(sbi, vec->lower[b], b);
+		if (!vec->marks[b])
+			atomic_long_inc(&sbi->nseq);
+	}
+	mutex_unlock(&sbi->nmutex);
+}
+
+void unionfs_notify_release(struct unionfs_ivec *vec)
+{
+	struct unionfs_sb_info *sbi;
+	int b;
+
+	if (!vec->marks)
+		return;
+	sbi = UNIONFS_SB(vec->bt->sb);
+	mutex_lock(&sbi->nmutex);
+	for (b = 0; b < vec->nbr; b++)
+		if (vec->marks[b])
+			unionfs_nmark_put(sbi, vec->marks[b]);
+	mutex_unlock(&sbi->nmutex);
+	kfree(vec->marks);
+	vec->marks = NULL;
+}
