@@ -2,6 +2,8 @@
 # bench/guest.sh: guest half of bench/run (`make bench`). Runs in the debug guest (booted by
 # bench/run with a big --mem), appends CSV rows to $OUT:
 #     workload,fs,peer,param,run,seconds,mbps,note
+# No sync inside a timed section (under TCG a sync of the ext4 loop costs ~1 s and would
+# swamp the differences): times are page-cache times, the same for every peer.
 # seconds is the time of the measured operation only (bench/bhelper or fio or `date` around one
 # command); mbps is set for throughput workloads; a peer that cannot express a workload gets one
 # row with empty seconds and note "n/a: reason".
@@ -14,12 +16,16 @@ BENCH=${BENCH:-1,2,3,4,5,6,7} RUNS=${RUNS:-3} FSES=${FSES:-tmpfs,ext4}
 PEERS=${PEERS:-native,unionfs,overlayfs,unionfs-fuse,fuse-overlayfs,mergerfs}
 DATA=${DATA:?} OUT=${OUT:?}
 W2_NS=${W2_NS:-1 2 4 8 16 32 64 128}
-W2_FUSE_MAX=${W2_FUSE_MAX:-8}		# FUSE peers in the branch-scaling curve up to this N
+W2_FUSE_MAX=${W2_FUSE_MAX:-2}		# FUSE peers in the branch-scaling curve up to this N,
+FUSE_RUNS=${FUSE_RUNS:-1}		# runs for the FUSE peers (10-40x slower than the kernel ones
+					# under TCG: one run each keeps make bench within ~40 min)
 W3_SIZES=${W3_SIZES:-10000 100000}
-W4_MB=${W4_MB:-512} W4_RAND_SECS=${W4_RAND_SECS:-5}
-W5_MB=${W5_MB:-1024} W5_META=${W5_META:-10000}
-W6_FILES=${W6_FILES:-2000} W6_TX=${W6_TX:-6000}
+W4_MB=${W4_MB:-256} W4_RAND_SECS=${W4_RAND_SECS:-3}
+W5_MB=${W5_MB:-1024} W5_META=${W5_META:-2000}	# (10k: +5 min of FUSE chmod)
+W6_FILES=${W6_FILES:-400} W6_TX=${W6_TX:-1200}
 EXT4_MB=${EXT4_MB:-4096}
+W1_FILES=${W1_FILES:-20000}
+W2_FILES=${W2_FILES:-1000}		# every (5000/W2_FILES)th name of tree2.list (all 19 dirs)
 BH=$DATA/bhelper
 B=/tmp/bench
 has() { [[ ,$1, == *,$2,* ]]; }
@@ -74,7 +80,8 @@ mount_peer() {
 	unionfs-fuse) unionfs -o cow "$up=RW$fl" "$mnt" ;;
 	fuse-overlayfs)
 		rm -rf "$work" && mkdir -p "$work"
-		fuse-overlayfs -o "lowerdir=$ol,upperdir=$up,workdir=$work" "$mnt" 2> >(grep -v lazytime >&2) ;;
+		# (it warns "unknown argument ignored: lazytime" on every mount)
+		fuse-overlayfs -o "lowerdir=$ol,upperdir=$up,workdir=$work" "$mnt" 2>> $B/fuse-overlayfs.err ;;
 	mergerfs) mergerfs -o category.create=ff "$up=RW$fl" "$mnt" ;;
 	esac
 }
@@ -97,6 +104,8 @@ peer_cannot() {
 }
 
 for_peers() { local p; for p in ${PEERS//,/ }; do echo "$p"; done; }
+is_fuse() { [[ $1 == unionfs-fuse || $1 == fuse-overlayfs || $1 == mergerfs ]]; }
+runs_of() { if is_fuse $1; then echo $FUSE_RUNS; else echo $RUNS; fi; }
 
 # ---- data --------------------------------------------------------------------------------------
 mktree() {	# mktree DIR LIST: empty files named by LIST (dirs created)
@@ -111,15 +120,17 @@ mkdirs_of() {	# mkdirs_of DIR LIST: only the directories of LIST
 # ---- W1: lookup/stat of a ~20k-file source tree, 2 branches, cold and warm -------------------
 w1() {
 	local fs=$1 d=$B/$1/w1 peer r m out
-	log "w1 $fs: tree"
-	mktree $d/b1 $DATA/tree.list; mkdir -p $d/b0
+	local list=$B/w1.list
+	head -n $W1_FILES $DATA/tree.list > $list
+	log "w1 $fs: tree of $(wc -l < $list) files"
+	mktree $d/b1 $list; mkdir -p $d/b0
 	for peer in $(for_peers); do
-		for ((r = 1; r <= RUNS; r++)); do
+		for ((r = 1; r <= $(runs_of $peer); r++)); do
 			m=$d/m; [[ $peer == native ]] && m=$d/b1
 			drop
 			mount_peer $peer $d/m $d/b0 $d/work $d/b1 || { na w1 $fs $peer cold "mount failed"; break; }
-			out=$($BH stat $m $DATA/tree.list) && row w1 $fs $peer cold $r "${out%% *}"
-			out=$($BH stat $m $DATA/tree.list) && row w1 $fs $peer warm $r "${out%% *}"
+			out=$($BH stat $m $list) && row w1 $fs $peer cold $r "${out%% *}"
+			out=$($BH stat $m $list) && row w1 $fs $peer warm $r "${out%% *}"
 			umount_peer $peer $d/m
 		done
 	done
@@ -129,34 +140,36 @@ w1() {
 # ---- W2: lookup scaling over N branches: hits in the lowest branch, misses ---------------------
 w2() {
 	local fs=$1 d=$B/$1/w2 n i peer r m out why lows maxn=0
+	local list=$B/w2.list
+	awk -v k=$((5000 / W2_FILES)) '(NR - 1) % k == 0' $DATA/tree2.list | head -n $W2_FILES > $list
 	for n in $W2_NS; do ((n > maxn)) && maxn=$n; done
 	log "w2 $fs: $maxn branches with the directory skeleton, files in the lowest"
-	for ((i = 0; i < maxn; i++)); do mkdirs_of $d/b$i $DATA/tree2.list; done
+	for ((i = 0; i < maxn; i++)); do mkdirs_of $d/b$i $list; done
 	for n in $W2_NS; do
-		(cd $d/b$((n - 1)) && xargs touch < $DATA/tree2.list)
+		(cd $d/b$((n - 1)) && xargs touch < $list)
 		lows=(); for ((i = 1; i < n; i++)); do lows+=($d/b$i); done
 		for peer in $(for_peers); do
 			why=$(peer_cannot w2 $peer $n)
-			if [[ -z $why && $peer == *fuse* || $peer == mergerfs ]] && ((n > W2_FUSE_MAX)); then
+			if [[ -z $why ]] && is_fuse $peer && ((n > W2_FUSE_MAX)); then
 				why="not run: FUSE peers only up to N=$W2_FUSE_MAX (TCG time budget, W2_FUSE_MAX)"
 			fi
 			[[ $peer == native && $n -gt 1 ]] && continue
 			if [[ -n $why ]]; then
 				na w2 $fs $peer "hit-cold/$n" "$why"; continue
 			fi
-			for ((r = 1; r <= RUNS; r++)); do
+			for ((r = 1; r <= $(runs_of $peer); r++)); do
 				m=$d/m; [[ $peer == native ]] && m=$d/b0
 				drop
 				mount_peer $peer $d/m $d/b0 $d/work "${lows[@]}" ||
 					{ na w2 $fs $peer "hit-cold/$n" "mount failed"; break; }
-				out=$($BH stat $m $DATA/tree2.list) && row w2 $fs $peer "hit-cold/$n" $r "${out%% *}"
-				out=$($BH stat $m $DATA/tree2.list) && row w2 $fs $peer "hit-warm/$n" $r "${out%% *}"
-				out=$($BH stat $m $DATA/tree2.list .missing) && row w2 $fs $peer "miss-cold/$n" $r "${out%% *}"
-				out=$($BH stat $m $DATA/tree2.list .missing) && row w2 $fs $peer "miss-warm/$n" $r "${out%% *}"
+				out=$($BH stat $m $list) && row w2 $fs $peer "hit-cold/$n" $r "${out%% *}"
+				out=$($BH stat $m $list) && row w2 $fs $peer "hit-warm/$n" $r "${out%% *}"
+				out=$($BH stat $m $list .missing) && row w2 $fs $peer "miss-cold/$n" $r "${out%% *}"
+				out=$($BH stat $m $list .missing) && row w2 $fs $peer "miss-warm/$n" $r "${out%% *}"
 				umount_peer $peer $d/m
 			done
 		done
-		(cd $d/b$((n - 1)) && xargs rm -f < $DATA/tree2.list)
+		(cd $d/b$((n - 1)) && xargs rm -f < $list)
 	done
 	rm -rf $d
 }
@@ -171,7 +184,7 @@ w3() {
 		(cd $d/b1/dir && seq -f 'entry-%06g' 1 $size | xargs touch)
 		(cd $d/b0/dir && seq -f 'entry-%06g' $((size / 2 + 1)) $size | xargs touch)
 		for peer in $(for_peers); do
-			for ((r = 1; r <= RUNS; r++)); do
+			for ((r = 1; r <= $(runs_of $peer); r++)); do
 				m=$d/m; [[ $peer == native ]] && m=$d/b1
 				drop
 				mount_peer $peer $d/m $d/b0 $d/work $d/b1 || { na w3 $fs $peer "cold/$size" "mount failed"; break; }
@@ -199,7 +212,7 @@ w4() {
 	mkdir -p $d/b0 $d/b1
 	head -c ${W4_MB}M /dev/urandom > $d/b1/big
 	for peer in $(for_peers); do
-		for ((r = 1; r <= RUNS; r++)); do
+		for ((r = 1; r <= $(runs_of $peer); r++)); do
 			m=$d/m; [[ $peer == native ]] && m=$d/b1
 			mount_peer $peer $d/m $d/b0 $d/work $d/b1 || { na w4 $fs $peer seq-1M "mount failed"; break; }
 			cat $m/big > /dev/null	# page cache warm: measure the union's data path, not the disk
@@ -224,16 +237,16 @@ w5() {
 		if [[ -n $why ]]; then
 			na w5 $fs $peer copyup-write "$why"
 		else
-			for ((r = 1; r <= RUNS; r++)); do
+			for ((r = 1; r <= $(runs_of $peer); r++)); do
 				rm -rf $d/b0 && mkdir -p $d/b0; sync
 				if [[ $peer == native ]]; then	# the reference: cp of the same file on the branch fs
-					t0=$(now); cp $d/b1/big $d/b0/big && sync -f $d/b0/big
+					t0=$(now); cp $d/b1/big $d/b0/big
 					row w5 $fs native copyup-write $r "$(elapsed $t0)" "" "cp on the branch fs"
 					continue
 				fi
 				mount_peer $peer $d/m $d/b0 $d/work $d/b1 || { na w5 $fs $peer copyup-write "mount failed"; break; }
 				t0=$(now)
-				dd if=/dev/zero of=$d/m/big bs=4k count=1 conv=notrunc status=none && sync -f $d/m/big
+				dd if=/dev/zero of=$d/m/big bs=4k count=1 conv=notrunc status=none
 				row w5 $fs $peer copyup-write $r "$(elapsed $t0)"
 				[[ -f $d/b0/big ]] || log "w5: $peer did not copy up into the upper branch"
 				umount_peer $peer $d/m
@@ -242,7 +255,7 @@ w5() {
 		for op in chmod chown; do
 			why=$(peer_cannot w5m $peer 2)
 			[[ -n $why ]] && { na w5 $fs $peer "$op-R/$W5_META" "$why"; continue; }
-			for ((r = 1; r <= RUNS; r++)); do
+			for ((r = 1; r <= $(runs_of $peer); r++)); do
 				rm -rf $d/b0 && mkdir -p $d/b0; sync
 				m=$d/m
 				if [[ $peer == native ]]; then
@@ -254,7 +267,6 @@ w5() {
 				drop
 				t0=$(now)
 				if [[ $op == chmod ]]; then chmod -R g+w $m; else chown -R 1:1 $m; fi
-				sync
 				row w5 $fs $peer "$op-R/$W5_META" $r "$(elapsed $t0)"
 				if [[ $peer == native ]]; then rm -rf $d/meta-native; else umount_peer $peer $d/m; fi
 			done
@@ -268,11 +280,12 @@ w6() {
 	local fs=$1 d=$B/$1/w6 peer r m out
 	log "w6 $fs: $W6_FILES files, $W6_TX transactions"
 	for peer in $(for_peers); do
-		for ((r = 1; r <= RUNS; r++)); do
+		for ((r = 1; r <= $(runs_of $peer); r++)); do
 			rm -rf $d && mkdir -p $d/b0/churn $d/b1/churn
 			m=$d/m; [[ $peer == native ]] && m=$d/b0
 			mount_peer $peer $d/m $d/b0 $d/work $d/b1 || { na w6 $fs $peer churn "mount failed"; break; }
-			out=$($BH churn $m/churn $W6_FILES $W6_TX $r) && row w6 $fs $peer churn $r "${out%% *}" "" "ops=$(cut -d' ' -f2 <<< "$out")"
+			out=$($BH churn $m/churn $W6_FILES $W6_TX $r)
+			[[ -n $out ]] && row w6 $fs $peer churn $r "${out%% *}" "" "ops=$(cut -d' ' -f2 <<< "$out") errors=$(cut -d' ' -f3 <<< "$out")"
 			umount_peer $peer $d/m
 		done
 	done
@@ -283,16 +296,16 @@ w6() {
 w7() {
 	local fs=$1 d=$B/$1/w7 peer r m t0
 	log "w7 $fs: untar/find/rm"
-	cp $DATA/src.tar $B/src.tar
+	cp $DATA/src-kernel-mm.tar $B/src.tar
 	for peer in $(for_peers); do
-		for ((r = 1; r <= RUNS; r++)); do
+		for ((r = 1; r <= $(runs_of $peer); r++)); do
 			rm -rf $d && mkdir -p $d/b0 $d/b1 && echo lower > $d/b1/README
 			m=$d/m; [[ $peer == native ]] && m=$d/b0
 			mount_peer $peer $d/m $d/b0 $d/work $d/b1 || { na w7 $fs $peer untar "mount failed"; break; }
 			drop
-			t0=$(now); tar -xf $B/src.tar -C $m && sync; row w7 $fs $peer untar $r "$(elapsed $t0)"
+			t0=$(now); tar -xf $B/src.tar -C $m; row w7 $fs $peer untar $r "$(elapsed $t0)"
 			t0=$(now); find $m -printf '%s\n' > /dev/null; row w7 $fs $peer find $r "$(elapsed $t0)"
-			t0=$(now); rm -rf $m/linux-source-6.1 && sync; row w7 $fs $peer rm-rf $r "$(elapsed $t0)"
+			t0=$(now); rm -rf $m/linux-source-6.1; row w7 $fs $peer rm-rf $r "$(elapsed $t0)"
 			umount_peer $peer $d/m
 		done
 	done
