@@ -260,3 +260,47 @@ md = [m for m in md if m is not None]
 md += ["Plots: " + ", ".join(plots) if plots else "Plots: none (gnuplot missing?)", ""]
 open(os.path.join(D, "results.md"), "w").write("\n".join(md) + "\n")
 print("report: %s/results.md, results.csv, %d plots" % (D, len(plots)))
+
+# ---- summary.md: one line per cell, unionfs against the others (for docs/performance.md) -------
+sm = ["| workload | fs | param | native | unionfs | overlayfs | unionfs x native | unionfs x overlayfs "
+      "| FUSE peers: time / unionfs time |", "|---|---|---|---|---|---|---|---|---|"]
+
+
+def med(w, fs, p, peer):
+    c = cells.get((w, fs, p, peer))
+    s = stat(c) if c else None
+    if not s:
+        return None, (na_text(c) if c else "")
+    return s, "%s%s" % (fmt(s[0]), " MB/s" if s[3] == "MB/s" else "")
+
+
+for (w, fs, p) in keys:
+    if w == "tp":
+        continue
+    su, tu = med(w, fs, p, "unionfs")
+    sn, tn = med(w, fs, p, "native")
+    so, to = med(w, fs, p, "overlayfs")
+    if w == "w2" and not sn:
+        ref = reference(w, fs, p, "native")
+        sn = stat(ref) if ref else None
+        tn = "(N=1) %s" % fmt(sn[0]) if sn else ""
+    rn = "%.2f" % (as_time(su) / as_time(sn)) if su and sn else ""
+    ro = "%.2f" % (as_time(su) / as_time(so)) if su and so else ""
+    fuse = []
+    for peer in ("unionfs-fuse", "fuse-overlayfs", "mergerfs"):
+        sf, tf = med(w, fs, p, peer)
+        if sf and su:
+            fuse.append("%s %.1f" % (peer, as_time(sf) / as_time(su)))
+    sm.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (w, fs, p, tn, tu, to, rn, ro, ", ".join(fuse)))
+tpk = [k for k in keys if k[0] == "tp"]
+if tpk:
+    sm += ["", "| tracepoints | param | median s | x compiled-out |", "|---|---|---|---|"]
+    for (w, fs, p) in tpk:
+        ref = cells.get((w, fs, p, "unionfs-compiled-out"))
+        for v in ("compiled-out", "disabled", "enabled"):
+            c = cells.get((w, fs, p, "unionfs-" + v))
+            if c and stat(c):
+                r = stat(c)[0] / stat(ref)[0] if ref and stat(ref) else 0
+                sm.append("| %s | %s | %s (%s-%s) | %.3f |" % (v, p, fmt(stat(c)[0]), fmt(stat(c)[1]),
+                                                             fmt(stat(c)[2]), r))
+open(os.path.join(D, "summary.md"), "w").write("\n".join(sm) + "\n")
