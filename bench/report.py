@@ -177,6 +177,9 @@ for w in TITLES:
     wpeers = [p for p in peers_seen if p != "native" and any((w, fs, pa, p) in cells for (_, fs, pa) in wk)]
     if w == "tp":
         wpeers = [p for p in peers_seen if any((w, fs, pa, p) in cells for (_, fs, pa) in wk)]
+    else:	# a peer without a single number (n/a everywhere) would break the histogram
+        wpeers = [p for p in wpeers if any(cells.get((w, fs, pa, p)) and stat(cells[(w, fs, pa, p)])
+                                           for (_, fs, pa) in wk)]
     dat = os.path.join(D, "%s.dat" % w)
     with open(dat, "w") as f:
         f.write("label " + " ".join(wpeers) + "\n")
