@@ -19,12 +19,12 @@ D = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
 PEERS = ["native", "unionfs", "overlayfs", "unionfs-fuse", "fuse-overlayfs", "mergerfs"]
 TITLES = OrderedDict([
     ("w1", "W1 lookup/stat of every file of a 20k-file source tree, 2 branches (tree in the lower)"),
-    ("w2", "W2 lookup scaling: 5000 files in the lowest of N branches (all N have the dirs); hits and misses"),
+    ("w2", "W2 lookup scaling: 1000 files (W2_FILES) in the lowest of N branches (all N have the dirs); hits and misses"),
     ("w3", "W3 readdir (getdents64) of one merged directory, half of the names duplicated in both branches"),
     ("w4", "W4 fio read of a big lower file through the union (page cache warm), seq 1M / rand 4k"),
     ("w5", "W5 copy-up: first write to a big lower file (native: cp of it); chmod/chown -R over lower files"),
     ("w6", "W6 small-file churn (create/read/append/unlink, postmark-like)"),
-    ("w7", "W7 untar of fs/+kernel/+mm/ of linux-source-6.1 into the union, find, rm -rf"),
+    ("w7", "W7 untar of kernel/+mm/ of linux-source-6.1 (772 entries, 16 MiB) into the union, find, rm -rf"),
     ("tp", "TP tracepoint cost (bench/trace-cost.sh: 20k stats, 2 tmpfs branches)"),
 ])
 
@@ -245,7 +245,7 @@ for fs in sorted({k[1] for k in keys if k[0] == "w2"}):
            "fuse-overlayfs": "#ff7f0e", "mergerfs": "#9467bd"}
     gp("""set terminal pngcairo size 1000,600 font ",9"
 set output "w2-scaling-%s.png"
-set title "W2 lookup scaling on %s: 5000 lstat() per pass, files in the lowest of N branches" noenhanced
+set title "W2 lookup scaling on %s: 1000 lstat() per pass (W2_FILES), files in the lowest of N branches" noenhanced
 set logscale x 2
 set logscale y
 set xlabel "branches N"
