@@ -10,7 +10,8 @@
 #   make gdb-helpers the kernel's lx-* gdb helpers generated from linux-source-6.1 into build/lx/
 #   make crash      crash >= 8.0.4 (trixie's, unpacked with its libs) into build/crash/
 #   make lint       checkpatch --strict + sparse (C=1) + W=1; fails on any warning
-#   make bench      benchmarks in the guest vs native/overlayfs/FUSE unions (bench/run; ~40 min)
+#   make bench      benchmarks in the guest vs native/overlayfs/FUSE unions (bench/run; the tmpfs
+#                   half alone took 62 min of TCG time: FSES=tmpfs, BENCH=1,3, PEERS=... for less)
 #                   -> build/bench/results.{md,csv} + PNG plots (docs/performance.md)
 #   make clean
 #
