@@ -10,6 +10,9 @@
 #   make gdb-helpers the kernel's lx-* gdb helpers generated from linux-source-6.1 into build/lx/
 #   make crash      crash >= 8.0.4 (trixie's, unpacked with its libs) into build/crash/
 #   make lint       checkpatch --strict + sparse (C=1) + W=1; fails on any warning
+#   make bench      benchmarks in the guest vs native/overlayfs/FUSE unions (bench/run; the tmpfs
+#                   half alone took 62 min of TCG time: FSES=tmpfs, BENCH=1,3, PEERS=... for less)
+#                   -> build/bench/results.{md,csv} + PNG plots (docs/performance.md)
 #   make clean
 #
 # KVER=6.1.0-NN-amd64 pins the kernel ABI; otherwise it is resolved once from the
@@ -44,11 +47,14 @@ PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace t
 	kexec-tools makedumpfile dwarves e2fsprogs attr python3 sparse linux-source-6.1 \
 	kmod util-linux xz-utils gzip perl make gcc bc flex bison
 
+# Packages only `make bench` needs (installed by it, not by deps): the FUSE peers, fio, plots.
+BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
+
 # Modules the initramfs loads, in order (pvpanic first so early panics reach QEMU).
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: all modules deps kernel initramfs run check lint clean vmlinux gdb-helpers crash debug-tools
+.PHONY: all modules deps bench-deps bench kernel initramfs run check lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
 modules: $(KDIR)/Makefile $(BUILD)/unionctl
@@ -72,6 +78,14 @@ deps:
 		apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+bench-deps:
+	@$(MAKE) --no-print-directory deps PKGS="$(BENCH_PKGS)"
+
+# Benchmarks (never part of check): options as variables, e.g. make bench BENCH=1,2 RUNS=3
+# (see the header of bench/run).
+bench: deps bench-deps modules kernel initramfs
+	@bench/run
 
 kernel: $(KSTAMP)
 $(KSTAMP):
