@@ -42,7 +42,7 @@ SRCTAR     := /usr/src/linux-source-6.1.tar.xz
 # Host packages. Everything the guest runs comes from this machine's / over 9p.
 PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace trace-cmd \
 	kexec-tools makedumpfile dwarves e2fsprogs attr python3 sparse linux-source-6.1 \
-	kmod util-linux xz-utils gzip perl make gcc bc flex bison
+	kmod util-linux xz-utils gzip perl make gcc bc flex bison fio stress-ng dmsetup
 
 # Modules the initramfs loads, in order (pvpanic first so early panics reach QEMU).
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
@@ -51,13 +51,18 @@ INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev vir
 .PHONY: all modules deps kernel initramfs run check lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
-modules: $(KDIR)/Makefile $(BUILD)/unionctl
+modules: $(KDIR)/Makefile $(BUILD)/unionctl $(BUILD)/ufsx
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/src modules
 
 # unionctl(8): the branch-management tool (runs in the guest from build/)
 $(BUILD)/unionctl: src/unionctl/unionctl.c src/uapi/unionfs.h
 	@mkdir -p $(BUILD)
 	gcc -O2 -Wall -Wextra -Werror -o $@ src/unionctl/unionctl.c
+
+# ufsx: the fsx-style exerciser of tests/t/90-fsx.sh (runs in the guest from build/)
+$(BUILD)/ufsx: tests/tools/ufsx.c
+	@mkdir -p $(BUILD)
+	gcc -O2 -Wall -Wextra -Werror -o $@ tests/tools/ufsx.c
 
 $(KDIR)/Makefile:
 	@$(MAKE) --no-print-directory deps

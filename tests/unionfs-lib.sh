@@ -23,3 +23,12 @@ branch_fs() {
 
 # names in a directory, sorted, one per line (ls -A without the tool's own rules)
 names() { ls -A1 "$1" | LC_ALL=C sort; }
+
+# Length of the reliability tests (tests/t/9x-*.sh): short by default (make check); long with
+# UNIONFS_SOAK=1 (make soak), where each file repeats its workload with fresh seeds until
+# UNIONFS_SOAK_SECS (default 360) have passed. soak_more START: true while another round fits.
+SOAK=${UNIONFS_SOAK:-0}
+SOAK_SECS=${UNIONFS_SOAK_SECS:-360}
+soak_more() { ((SOAK)) && (($(date +%s) - $1 < SOAK_SECS)); }
+# dmesg lines that must never appear (oops, WARN, BUG, KASAN, slab corruption)
+dmesg_bad() { dmesg_since_mark | grep -E '(^|[^A-Za-z_])BUG[: ]|WARNING:|Oops|general protection|KASAN|slab.*corrupt|[Cc]all [Tt]race|still has objects'; }
