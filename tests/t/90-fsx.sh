@@ -21,7 +21,7 @@ dmesg_mark
 total_ops=0 ncases=0
 
 one_case() {	# one_case FS CASE SEED : run ufsx on the union and the same seed on a bare copy
-	local fs=$1 c=$2 seed=$3 f out rout lsum opts=-q
+	local fs=$1 c=$2 seed=$3 f out rout lsum opts=-q rc
 	f=$c
 	case $c in
 	lower) opts+=" -R"; head -c 200000 /dev/urandom > "$B1/$f"; cp "$B1/$f" "$R/$f" ;;
@@ -30,12 +30,15 @@ one_case() {	# one_case FS CASE SEED : run ufsx on the union and the same seed o
 	esac
 	[[ -e $B1/$f ]] && lsum=$(sha1sum < "$B1/$f")
 	ncases=$((ncases + 1))
-	out=$("$UFSX" $opts -N "$NOPS" -s "$seed" "$M/$f" 2>&1)
-	if [[ $? == 0 ]]; then
+	wd $((NOPS / 10 + 120)) "$UFSX" $opts -N "$NOPS" -s "$seed" "$M/$f"
+	rc=$? out=$(cat "$WD_OUT")
+	if [[ $rc == 0 ]]; then
 		ok "$fs ($c): $(tail -n 1 <<< "$out" | cut -d' ' -f2-7)"
 		total_ops=$((total_ops + NOPS))
 	else
-		not_ok "$fs ($c): ufsx -s $seed -N $NOPS $opts on $M/$f" "$(tail -n 14 <<< "$out")"
+		not_ok "$fs ($c): ufsx -s $seed -N $NOPS $opts on $M/$f (exit $rc)" "$(tail -n 14 <<< "$out")"
+		echo "$out"
+		[[ $rc == 124 ]] && finish	# a task stuck in the kernel: nothing more to learn here
 		return
 	fi
 	rout=$("$UFSX" $opts -N "$NOPS" -s "$seed" "$R/$f" 2>&1) ||
