@@ -21,8 +21,8 @@ sample() {	# sample KIND ARGS... : the pr_warn-per-error check
 	local kind=$1 out rc
 	shift
 	out=$($FZ sample "$kind" "$@" 2>&1); rc=$?
-	if [[ $rc == 0 ]]; then ok "sample of $kind strings (seed $2): $(head -n 1 <<< "$out")"
-	else not_ok "sample of $kind strings (seed $2): every rejected input logs exactly one unionfs: line" "$out"; fi
+	if [[ $rc == 0 ]]; then ok "sample of $kind strings (seed $1): $(head -n 1 <<< "$out")"
+	else not_ok "sample of $kind strings (seed $1): every rejected input logs exactly one unionfs: line" "$out"; fi
 }
 summary() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print('%d cases, %d ok, errnos %s' % (d['cases'], d['ok'], ' '.join('%s=%d' % kv for kv in sorted(d['errors'].items()))))" <<< "$1"; }
 batch() {	# batch DESC CMD... : one fuzz batch; JSON summary on success, bad cases on failure
