@@ -3,6 +3,7 @@
 #   make            build src/unionfs.ko against linux-headers-$(KVER)
 #   make run        boot the debug guest with the module and a demo union at /mnt/union
 #   make check      build, boot, run tests/ in the guest + host-side platform tests
+#   make soak       the reliability tests (tests/t/9x) in long mode, >= 30 min (SOAK_SECS=N per file)
 #   make deps       install missing Debian packages (silent when all are present)
 #   make kernel     guest kernel + modules into build/kernel (apt-get download, never installed)
 #   make initramfs  build/initramfs.cpio.gz (busybox + virtio/9p modules)
@@ -48,7 +49,7 @@ PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace t
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: all modules deps kernel initramfs run check lint clean vmlinux gdb-helpers crash debug-tools
+.PHONY: all modules deps kernel initramfs run check soak lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
 modules: $(KDIR)/Makefile $(BUILD)/unionctl $(BUILD)/ufsx
@@ -118,6 +119,9 @@ run: deps modules kernel initramfs
 
 check: deps modules kernel initramfs
 	@tests/check
+
+soak: deps modules kernel initramfs
+	@UNIONFS_SOAK_SECS=$(or $(SOAK_SECS),400) tests/soak
 
 vmlinux: $(BUILD)/vmlinux-$(KVER)
 	@ln -sfn vmlinux-$(KVER) $(BUILD)/vmlinux
