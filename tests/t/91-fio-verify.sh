@@ -68,7 +68,7 @@ for fs in ext4 tmpfs; do
 	while :; do
 		seed=$((SRANDOM % 1000000 + 1))
 		# fio's default names: JOB.0.FILENUM; the "lower" job's files start in b1 (ro)
-		for i in 0 1 2 3 4 5; do head -c "$(numfmt --from=iec $FSZ)" /dev/urandom > "$B1/lower.0.$i"; done
+		for i in 0 1 2 3 4 5; do head -c "$(numfmt --from=iec ${FSZ^^})" /dev/urandom > "$B1/lower.0.$i"; done
 		sums=$(cd "$B1" && sha1sum lower.0.*)
 		check "$fs round $round: mount b0=rw:b1=ro" mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro" none "$M" || break
 		jobfile $seed > "$T/job.fio"
