@@ -18,8 +18,11 @@ FSZ=384k NSZ=1m
 ((SOAK)) && FSZ=2m NSZ=8m
 dmesg_mark
 
-jobfile() {	# jobfile SEED  (fio 3.33 loops forever with verify_backlog on a multi-file job,
-	# so "lower" verifies after its writes and the single-file jobs use verify_backlog)
+jobfile() {	# jobfile SEED [nobacklog]  (fio 3.33 loops forever with verify_backlog on a
+	# multi-file job, so "lower" verifies after its writes and the single-file jobs use
+	# verify_backlog; --verify_only ignores corruption when verify_backlog is set: nobacklog)
+	local bl=
+	[[ ${2:-} == nobacklog ]] && bl="#"
 	cat <<-JOB
 	[global]
 	directory=$M
@@ -37,18 +40,18 @@ jobfile() {	# jobfile SEED  (fio 3.33 loops forever with verify_backlog on a mul
 	[lowerbl]
 	rw=randwrite
 	filesize=$FSZ
-	verify_backlog=16
+	${bl}verify_backlog=16
 	[new]
 	rw=randwrite
 	filesize=$NSZ
 	bs=4k
-	verify_backlog=32
+	${bl}verify_backlog=32
 	[mmap]
 	ioengine=mmap
 	rw=randwrite
 	filesize=$NSZ
 	bs=8k
-	verify_backlog=32
+	${bl}verify_backlog=32
 	JOB
 }
 fio_ok() {	# fio_ok JSON : every job error 0 and both writes (or verify reads) happened
@@ -109,7 +112,8 @@ for fs in ext4 tmpfs; do
 		check "$fs round $round: umount" umount "$M"
 		check "$fs round $round: remount" mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro" none "$M" || break
 		# after umount/mount, every block written must still verify
-		out=$(fio --output-format=json --output="$T/out2.json" --verify_only "$T/job.fio" 2>&1); rc=$?
+		jobfile $seed nobacklog > "$T/job2.fio"
+		out=$(fio --output-format=json --output="$T/out2.json" --verify_only "$T/job2.fio" 2>&1); rc=$?
 		res=$(fio_ok "$T/out2.json" read 2>"$T/io.txt")
 		if [[ $rc == 0 && -z $res ]]; then
 			ok "$fs round $round: fio --verify_only after remount: $(tr '\n' ' ' < "$T/io.txt")"
