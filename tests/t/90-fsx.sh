@@ -22,7 +22,7 @@ total_ops=0 ncases=0
 
 one_case() {	# one_case FS CASE SEED : run ufsx on the union and the same seed on a bare copy
 	local fs=$1 c=$2 seed=$3 f out rout lsum opts=-q rc
-	f=$c
+	f=$c$round	# a fresh name each round (the last round's whiteout hides the old one)
 	case $c in
 	lower) opts+=" -R"; head -c 200000 /dev/urandom > "$B1/$f"; cp "$B1/$f" "$R/$f" ;;
 	new) rm -f "$R/$f" ;;
