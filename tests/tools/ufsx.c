@@ -261,6 +261,13 @@ static void op_truncate(int bypath)
 	if (bypath) {
 		if (truncate(path, n))
 			fail("truncate(%zu): %s", n, strerror(errno));
+		/*
+		 * On a descriptor opened before a copy-up the union keeps
+		 * showing the original (docs/concepts.md): a read-only
+		 * descriptor is reopened after a truncate by path.
+		 */
+		if (!fd_rw)
+			do_open(0);
 	} else {
 		need_rw();
 		if (ftruncate(fd, n))
