@@ -28,7 +28,8 @@ setup() {
 	mkdir -p "$M" "$B0"/d{0,1,2,3} "$B2"/d{0,1,2,3}
 	$UC populate "$B1" $NW 8
 	# b2 holds names the workers never touch, partly hidden by b1 entries
-	for d in d0 d1 d2 d3; do echo b2 > "$B2/$d/bottom"; echo b2 > "$B2/$d/L0_0"; done
+	for d in d0 d1 d2 d3; do echo b2 > "$B2/$d/bottom"; done
+	echo b2 > "$B2/d0/L0_0"	# under b1's d0/L0_0 (worker 0's): hidden by it, and by its whiteout
 	mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro:$B2=ro" none "$M"
 }
 
