@@ -87,11 +87,11 @@ is "copy-up keeps owner and mode; the recreated parent keeps 1777 root" \
 is "the user may unlink its own lower file: whiteout" "$(u unlink "$M/tmpdir/tobegone") $(test -e "$B0/tmpdir/.wh.tobegone" && echo wh)" "OK wh"
 wm=$(stat -c '%a %u' "$B0/tmpdir/.wh.tobegone")
 is "the whiteout is root-owned and not writable by others ($wm)" "$(( (8#${wm%% *} & 8#022) == 0 )) ${wm#* }" "1 0"
-is "rmdir + mkdir of the user's dir (opaque marker)" "$(ush "rm $M/tmpdir/mydir/x && rmdir $M/tmpdir/mydir && mkdir $M/tmpdir/mydir && echo done")" done
+is "rmdir + mkdir of the user's dir (opaque marker)" "$(ush "rm $M/tmpdir/mydir/x && rmdir $M/tmpdir/mydir && mkdir $M/tmpdir/mydir && echo done")" "done"
 om=$(stat -c '%a %u' "$B0/tmpdir/mydir/.wh.__dir_opaque" 2>&1)
 is "the opaque marker is root-owned and not writable by others ($om)" "$(( (8#${om%% *} & 8#022) == 0 )) ${om#* }" "1 0"
 is "the new dir belongs to the user" "$(stat -c '%u %g' "$B0/tmpdir/mydir")" "65534 65534"
-is "the user's write to its setuid/setgid lower file works" "$(ush "echo more >> $M/suid && echo done")" done
+is "the user's write to its setuid/setgid lower file works" "$(ush "echo more >> $M/suid && echo done")" "done"
 is "setuid and setgid stripped after the copy-up write (union, branch)" \
 	"$(stat -c %a "$M/suid") $(stat -c %a "$B0/suid")" "775 775"
 is "lower setuid original unchanged" "$(stat -c %a "$B1/suid")" 6775
