@@ -3,6 +3,7 @@
 #   make            build src/unionfs.ko against linux-headers-$(KVER)
 #   make run        boot the debug guest with the module and a demo union at /mnt/union
 #   make check      build, boot, run tests/ in the guest + host-side platform tests
+#   make soak       the reliability tests (tests/t/9x) in long mode, >= 30 min (SOAK_SECS=N per file)
 #   make deps       install missing Debian packages (silent when all are present)
 #   make kernel     guest kernel + modules into build/kernel (apt-get download, never installed)
 #   make initramfs  build/initramfs.cpio.gz (busybox + virtio/9p modules)
@@ -45,7 +46,7 @@ SRCTAR     := /usr/src/linux-source-6.1.tar.xz
 # Host packages. Everything the guest runs comes from this machine's / over 9p.
 PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace trace-cmd \
 	kexec-tools makedumpfile dwarves e2fsprogs attr python3 sparse linux-source-6.1 \
-	kmod util-linux xz-utils gzip perl make gcc bc flex bison
+	kmod util-linux xz-utils gzip perl make gcc bc flex bison fio stress-ng dmsetup
 
 # Packages only `make bench` needs (installed by it, not by deps): the FUSE peers, fio, plots.
 BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
@@ -54,16 +55,21 @@ BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: all modules deps bench-deps bench kernel initramfs run check lint clean vmlinux gdb-helpers crash debug-tools
+.PHONY: all modules deps bench-deps bench kernel initramfs run check soak lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
-modules: $(KDIR)/Makefile $(BUILD)/unionctl
+modules: $(KDIR)/Makefile $(BUILD)/unionctl $(BUILD)/ufsx
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/src modules
 
 # unionctl(8): the branch-management tool (runs in the guest from build/)
 $(BUILD)/unionctl: src/unionctl/unionctl.c src/uapi/unionfs.h
 	@mkdir -p $(BUILD)
 	gcc -O2 -Wall -Wextra -Werror -o $@ src/unionctl/unionctl.c
+
+# ufsx: the fsx-style exerciser of tests/t/90-fsx.sh (runs in the guest from build/)
+$(BUILD)/ufsx: tests/tools/ufsx.c
+	@mkdir -p $(BUILD)
+	gcc -O2 -Wall -Wextra -Werror -o $@ tests/tools/ufsx.c
 
 $(KDIR)/Makefile:
 	@$(MAKE) --no-print-directory deps
@@ -127,6 +133,9 @@ run: deps modules kernel initramfs
 
 check: deps modules kernel initramfs
 	@tests/check
+
+soak: deps modules kernel initramfs
+	@UNIONFS_SOAK_SECS=$(or $(SOAK_SECS),400) tests/soak
 
 vmlinux: $(BUILD)/vmlinux-$(KVER)
 	@ln -sfn vmlinux-$(KVER) $(BUILD)/vmlinux

@@ -23,3 +23,37 @@ branch_fs() {
 
 # names in a directory, sorted, one per line (ls -A without the tool's own rules)
 names() { ls -A1 "$1" | LC_ALL=C sort; }
+
+# Length of the reliability tests (tests/t/9x-*.sh): short by default (make check); long with
+# UNIONFS_SOAK=1 (make soak), where each file repeats its workload with fresh seeds until
+# UNIONFS_SOAK_SECS (default 360) have passed. soak_more START: true while another round fits.
+SOAK=${UNIONFS_SOAK:-0}
+SOAK_SECS=${UNIONFS_SOAK_SECS:-360}
+soak_more() { ((SOAK)) && (($(date +%s) - $1 < SOAK_SECS)); }
+# dmesg lines that must never appear (oops, WARN, BUG, KASAN, slab corruption)
+dmesg_bad() { dmesg_since_mark | grep -E '(^|[^A-Za-z_])BUG[: ]|WARNING:|Oops|general protection|KASAN|slab.*corrupt|[Cc]all [Tt]race|still has objects'; }
+# wd SECS CMD...: run CMD with a deadline, its output in $WD_OUT (a file); on expiry append the
+# kernel stacks of CMD's processes and the blocked-task dump (sysrq w) to $WD_OUT, SIGKILL
+# them and return 124 without waiting (a task stuck in D state would block a plain timeout).
+WD_OUT=/tmp/unionfs-wd.$$
+wd() {
+	local secs=$1 pid i p
+	shift
+	"$@" > "$WD_OUT" 2>&1 &
+	pid=$!
+	for ((i = 0; i < secs * 10; i++)); do
+		kill -0 $pid 2>/dev/null || { wait $pid; return; }
+		sleep 0.1
+	done
+	{
+		echo "wd: still running after ${secs}s: $*"
+		for p in $pid $(pgrep -P $pid) $(pgrep -g "$(ps -o pgid= $pid | tr -d ' ')" 2>/dev/null); do
+			echo "--- pid $p $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null) state $(awk '{print $3}' /proc/$p/stat 2>/dev/null)"
+			cat /proc/$p/stack 2>/dev/null
+		done
+		echo w > /proc/sysrq-trigger
+		dmesg | tail -n 60
+	} >> "$WD_OUT" 2>&1
+	kill -9 $pid $(pgrep -P $pid) 2>/dev/null
+	return 124
+}
