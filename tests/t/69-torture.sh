@@ -64,7 +64,9 @@ torture() {	# torture MODE [hazard-watch]
 		is "$mode: hazard watcher names the direct writer" \
 			"$(grep -cE '^[0-9]+ +direct-writer +[0-9]+ +(create|write|unlink|rename|setattr|mkdir|rmdir) ' "$out" | grep -c '^[1-9]')" 1
 		is "$mode: hazard watcher gives branch and path" \
-			"$(grep -cE "^[0-9]+ +direct-writer .* $dir/b[012] \\($M #[012]\\) +d[0-3]/(x_|xd_|\\.wh\\.x_)" "$out" | grep -c '^[1-9]')" 1
+			"$(grep -cE "^[0-9]+ +direct-writer +[0-9]+ +[a-z]+ +u1:b[012] +d[0-3]/(x_|xd_|\\.wh\\.x_)" "$out" | grep -c '^[1-9]')" 1
+		is "$mode: hazard watcher legend names the branches" \
+			"$(grep -cE "^u1:b[012] $dir/b[012] \\(union $M\\)$" "$out")" 3
 		is "$mode: the union's own changes are not reported" \
 			"$(grep -cE '^[0-9]+ +union-writer ' "$out")" 0
 		is "$mode: hazard watcher printed the detections of the module" \
