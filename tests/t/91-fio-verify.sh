@@ -94,7 +94,7 @@ for fs in ext4 tmpfs; do
 		) > "$T/reader.out" &
 		rpid=$!
 		while [[ ! -e $T/reader.ready ]]; do sleep 0.1; done
-		out=$(fio --output-format=json --output="$T/out.json" "$T/job.fio" 2>&1); rc=$?
+		out=$(cd "$T" && fio --output-format=json --output="$T/out.json" "$T/job.fio" 2>&1); rc=$?
 		touch "$T/fio.done"
 		wait $rpid
 		rm -f "$T/reader.ready"
@@ -113,7 +113,7 @@ for fs in ext4 tmpfs; do
 		check "$fs round $round: remount" mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro" none "$M" || break
 		# after umount/mount, every block written must still verify
 		jobfile $seed nobacklog > "$T/job2.fio"
-		out=$(fio --output-format=json --output="$T/out2.json" --verify_only "$T/job2.fio" 2>&1); rc=$?
+		out=$(cd "$T" && fio --output-format=json --output="$T/out2.json" --verify_only "$T/job2.fio" 2>&1); rc=$?
 		res=$(fio_ok "$T/out2.json" read 2>"$T/io.txt")
 		if [[ $rc == 0 && -z $res ]]; then
 			ok "$fs round $round: fio --verify_only after remount: $(tr '\n' ' ' < "$T/io.txt")"
