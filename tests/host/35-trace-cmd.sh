@@ -21,8 +21,8 @@ chk() {	# chk DESC REGEX
 }
 chk "lookup fields (branches, probed, winner)" ' unionfs_lookup: +dev [0-9]+:[0-9]+ //file branches 0\.\.1 probed 2 -> positive bstart 1 bend 1 opaque -1 whiteout -1 err 0 ns [0-9]+$'
 chk "copy-up 1 -> 0, write-open, 6 bytes" ' unionfs_copyup_end: +dev [0-9]+:[0-9]+ name file ino [0-9]+ branch 1 -> 0 size 6 copied 6 reason write-open err 0 ns [1-9][0-9]*$'
-chk "whiteout .wh.a in branch 0, unlink" ' unionfs_whiteout_create: +dev [0-9]+:[0-9]+ name \.wh\.a branch 0 reason unlink err 0$'
-chk "opaque mark, mkdir-over-whiteout" ' unionfs_opaque_mark: +dev [0-9]+:[0-9]+ name gone branch 0 reason mkdir-over-whiteout err 0$'
+chk "whiteout .wh.a in branch 0, unlink" ' unionfs_whiteout_create: +dev [0-9]+:[0-9]+ parent dir name \.wh\.a branch 0 reason unlink err 0$'
+chk "opaque mark, mkdir-over-whiteout" ' unionfs_opaque_mark: +dev [0-9]+:[0-9]+ parent gone name \.wh\.__dir_opaque branch 0 reason mkdir-over-whiteout err 0$'
 chk "readdir merge of dir: 2 branches, 3 entries" ' unionfs_readdir: +dev [0-9]+:[0-9]+ dir dir branches 0\.\.1 read 2 entries 3 duplicates 0 whiteouts 0 cached 0 err 0$'
 sum=$(bpf-scripts/unionfs-report "$DAT" --summary 2>&1)
 if grep -qE '^[0-9]+:[0-9]+ unionfs_copyup_end write-open +1$' <<< "$sum"; then ok "host report --summary: copy-ups per reason"; else not_ok "host report --summary: copy-ups per reason" "$sum"; fi
