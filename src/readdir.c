@@ -130,8 +130,7 @@ static bool unionfs_rd_actor(struct dir_context *ctx, const char *name,
 	struct unionfs_rdent *e;
 	bool wh = false;
 
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
+	if (is_dot_dotdot(name, len))
 		return true;
 	if (unionfs_is_whname(name, len)) {
 		name += UNIONFS_WHLEN;
@@ -328,8 +327,7 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 	pt->caller->pos = pos;
 	if (!dir_emit(pt->caller, name, len, ino, type))
 		return false;
-	if (!(len == 1 && name[0] == '.') &&
-	    !(len == 2 && name[0] == '.' && name[1] == '.'))
+	if (!is_dot_dotdot(name, len))
 		pt->emitted++;
 	return true;
 }
