@@ -437,8 +437,8 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	}
 	size = i_size_read(d_inode(src));
 	t0 = ktime_get_ns();
-	trace_unionfs_copyup_start(sb, dentry->d_name.name, inode->i_ino, b,
-				   t, size, 0, reason, 0, 0);
+	unionfs_trace_dname(unionfs_copyup_start, sb, dentry, inode->i_ino, b,
+			    t, size, 0, reason, 0, 0);
 	err = unionfs_want_write(bt, t);
 	if (!err) {
 		old = unionfs_override_creds(sb);
@@ -460,9 +460,8 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 			   unionfs_dir_snap(d_inode(parent)));
 		unionfs_copy_attr(inode, d_inode(newld));
 	}
-	trace_unionfs_copyup_end(sb, dentry->d_name.name, inode->i_ino, b, t,
-				 size, copied, reason, err,
-				 ktime_get_ns() - t0);
+	unionfs_trace_dname(unionfs_copyup_end, sb, dentry, inode->i_ino, b, t,
+			    size, copied, reason, err, ktime_get_ns() - t0);
 	dput(lparent);
 	dput(src);
 	return err;

@@ -74,39 +74,50 @@ const char *unionfs_hazard_name(int kind)
 	return unionfs_hazard_names[kind];
 }
 
-/* Count, trace and (once per mount) report a direct branch modification. */
-void unionfs_hazard(struct super_block *sb, int kind, int bindex,
-		    const char *name, const char *what)
+/*
+ * Count a direct branch modification and report the first one of a mount.
+ * @by_current: we run in the modifying process (fsnotify), so name it.
+ */
+void unionfs_hazard_note(struct super_block *sb, int kind, int bindex,
+			 const char *name, int len, const char *what,
+			 bool by_current)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 
 	atomic_long_inc(&sbi->hazards[kind]);
-	trace_unionfs_hazard(sb, unionfs_hazard_names[kind], bindex, name,
-			     what);
-	if (!test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
-		pr_notice("%u:%u: a branch was modified directly (%s: '%s' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+	if (test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
+		return;
+	if (by_current)
+		pr_notice("%u:%u: a branch was modified directly (%s: '%.*s' in branch %d, %s by %s[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
-			  unionfs_hazard_names[kind], name, bindex, what,
+			  unionfs_hazard_names[kind], len, name, bindex, what,
+			  current->comm, task_pid_nr(current),
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	else
+		pr_notice("%u:%u: a branch was modified directly (%s: '%.*s' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
+			  unionfs_hazard_names[kind], len, name, bindex, what,
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
 }
 
-/*
- * Trace a revalidation result. The name is copied with a bounded copy: a
- * concurrent rename may rewrite an inline name in place, and in RCU walk
- * the dentry may be on its way out (no name snapshot can be taken).
- */
+/* Count, trace and (once per mount) report a direct branch modification. */
+void unionfs_hazard(struct super_block *sb, int kind, int bindex,
+		    const char *name, const char *what)
+{
+	trace_unionfs_hazard(sb, unionfs_hazard_names[kind], bindex, name,
+			     what);
+	unionfs_hazard_note(sb, kind, bindex, name, (int)strlen(name), what,
+			    false);
+}
+
+/* Trace a revalidation result (out of line: the name copy's stack). */
 static noinline void unionfs_trace_reval_slow(struct dentry *dentry,
 					      struct unionfs_dentry_info *ud,
 					      int sbgen, const char *result,
 					      const char *why)
 {
-	char name[NAME_MAX + 1];
-
-	rcu_read_lock();
-	strscpy(name, READ_ONCE(dentry->d_name.name), sizeof(name));
-	rcu_read_unlock();
-	trace_unionfs_revalidate(dentry->d_sb, name, ud->generation, sbgen,
-				 result, why);
+	unionfs_trace_dname(unionfs_revalidate, dentry->d_sb, dentry,
+			    ud->generation, sbgen, result, why);
 }
 
 static inline void unionfs_trace_reval(struct dentry *dentry,

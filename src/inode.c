@@ -13,6 +13,7 @@
 
 #include <linux/fs_stack.h>
 #include <linux/fileattr.h>
+#include <linux/posix_acl.h>
 #include <linux/xattr.h>
 
 #include "unionfs_trace.h"
@@ -63,22 +64,58 @@ static void unionfs_ivec_work(struct work_struct *work)
 {
 	struct unionfs_ivec *vec = container_of(to_rcu_work(work),
 						struct unionfs_ivec, rwork);
-	int i;
 
 	unionfs_notify_release(vec);
-	for (i = 0; i < vec->nbr; i++)
-		iput(vec->lower[i]);
 	unionfs_bt_put(vec->bt);
 	kfree(vec);
 }
 
-/* Release @vec after an RCU grace period (permission() reads it). */
+/*
+ * Release @vec. The lower inodes go at once, so that a file unlinked
+ * through the union frees its space in the branch right away; RCU walkers
+ * (permission(), dir_snap) may still read them, which is safe as inodes
+ * are freed after a grace period. The rest (the notify marks, which take
+ * a mutex that must not be taken from inode reclaim, and the branch
+ * table that RCU walkers dereference) goes after a grace period.
+ */
 void unionfs_ivec_free(struct unionfs_ivec *vec)
 {
+	int i;
+
 	if (!vec)
 		return;
+	for (i = 0; i < vec->nbr; i++)
+		iput(vec->lower[i]);
 	INIT_RCU_WORK(&vec->rwork, unionfs_ivec_work);
 	queue_rcu_work(unionfs_wq, &vec->rwork);
+}
+
+/* Does @inode's vector already hold exactly the lower inodes of @ud? */
+bool unionfs_vec_same(struct inode *inode, struct unionfs_dentry_info *ud)
+{
+	struct unionfs_ivec *vec;
+	bool same = false;
+	int b;
+
+	rcu_read_lock();
+	vec = rcu_dereference(UNIONFS_I(inode)->vec);
+	spin_lock(&ud->lock);
+	if (vec && vec->bt == ud->bt && vec->bstart == ud->bstart &&
+	    vec->bend == ud->bend) {
+		same = true;
+		for (b = max(ud->bstart, 0); b <= ud->bend; b++) {
+			struct dentry *ld = ud->lower[b];
+			struct inode *li = ld ? d_inode(ld) : NULL;
+
+			if (vec->lower[b] != li) {
+				same = false;
+				break;
+			}
+		}
+	}
+	spin_unlock(&ud->lock);
+	rcu_read_unlock();
+	return same;
 }
 
 /* Point @inode at the lower inodes recorded in @ud. */
@@ -156,29 +193,35 @@ int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 	return 0;
 }
 
+/* The lower ctimes of @vec folded into one number (caller holds RCU). */
+static u64 unionfs_vec_snap(struct unionfs_ivec *vec)
+{
+	u64 snap = 0;
+	int b;
+
+	if (!vec || vec->bstart < 0)
+		return 0;
+	for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
+		struct inode *l = READ_ONCE(vec->lower[b]);
+
+		if (l)
+			snap += (u64)(b + 1) *
+				(READ_ONCE(l->i_ctime.tv_sec) * NSEC_PER_SEC +
+				 READ_ONCE(l->i_ctime.tv_nsec));
+	}
+	return snap;
+}
+
 /*
  * A cheap fingerprint of the lower directories of @dir: their ctimes (any
  * entry created, removed or renamed in them changes it). Safe in RCU walk.
  */
 u64 unionfs_dir_snap(struct inode *dir)
 {
-	struct unionfs_ivec *vec;
-	u64 snap = 0;
-	int b;
+	u64 snap;
 
 	rcu_read_lock();
-	vec = rcu_dereference(UNIONFS_I(dir)->vec);
-	if (vec && vec->bstart >= 0) {
-		for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
-			struct inode *l = READ_ONCE(vec->lower[b]);
-
-			if (l)
-				snap += (u64)(b + 1) *
-					(READ_ONCE(l->i_ctime.tv_sec) *
-					 NSEC_PER_SEC +
-					 READ_ONCE(l->i_ctime.tv_nsec));
-		}
-	}
+	snap = unionfs_vec_snap(rcu_dereference(UNIONFS_I(dir)->vec));
 	rcu_read_unlock();
 	return snap;
 }
@@ -222,10 +265,125 @@ static struct inode *unionfs_vec_lower(struct inode *inode, int b,
 	return vec->lower[b];
 }
 
+/*
+ * Permission on a merged directory is checked on every contributing
+ * branch (a directory closed in one branch must not expose its entries
+ * through the union). With N branches that is N inode_permission() calls
+ * per path component. When every lower directory has the type, mode and
+ * owner of the top one and none has an ACL or its own ->permission, the
+ * check on the top one decides for all of them: the vector remembers that
+ * ("uniform"), stamped with what would change it: the union inode's
+ * attr_gen (our own setattr/setxattr), and either the per-mount change
+ * counter (coherency=notify with every lower directory watched) or the
+ * lower ctimes. A ctime within the last clock ticks is not trusted (two
+ * changes in one tick would look like one) and nothing is cached.
+ * Security modules' per-inode checks run on the top directory only then,
+ * as overlayfs runs them on the real inode only.
+ */
+static bool unionfs_perm_noacl(struct inode *l, bool *need_acl)
+{
+	struct posix_acl *acl;
+
+	if (!IS_POSIXACL(l))
+		return true;
+	acl = get_cached_acl_rcu(l, ACL_TYPE_ACCESS);
+	if (acl == ACL_NOT_CACHED)
+		*need_acl = true;	/* read into the cache outside RCU */
+	return !acl;
+}
+
+/* Bring @l's access ACL into its cache (ref-walk, @l referenced). */
+static void unionfs_perm_read_acl(struct inode *l)
+{
+	struct posix_acl *acl;
+
+	if (!IS_POSIXACL(l))
+		return;
+	acl = get_acl(l, ACL_TYPE_ACCESS);
+	if (!IS_ERR(acl))
+		posix_acl_release(acl);
+}
+
+static bool unionfs_perm_recent(struct inode *l)
+{
+	struct timespec64 now;
+
+	ktime_get_coarse_real_ts64(&now);
+	return timespec64_to_ns(&now) - timespec64_to_ns(&l->i_ctime) <
+	       4 * TICK_NSEC;
+}
+
+/*
+ * State of @vec's permission cache, relearned when stale (RCU held, never
+ * sleeps). *@need_acl: an ACL not read yet kept it from learning.
+ */
+static int unionfs_perm_state(struct inode *inode, struct unionfs_ivec *vec,
+			      bool *need_acl)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(inode->i_sb);
+	int coh = READ_ONCE(sbi->coherency);
+	unsigned int gen = READ_ONCE(UNIONFS_I(inode)->attr_gen);
+	long nseq = atomic_long_read(&sbi->nseq);
+	int state = READ_ONCE(vec->perm_state), b;
+	struct inode *top;
+	u64 snap;
+
+	smp_rmb();	/* attr_gen before the lower attributes */
+	if (state != UNIONFS_PERM_UNKNOWN &&
+	    READ_ONCE(vec->perm_gen) == gen) {
+		if (coh == UNIONFS_COH_NONE)
+			return state;
+		if (coh == UNIONFS_COH_NOTIFY && vec->watched &&
+		    READ_ONCE(vec->perm_nseq) == nseq)
+			return state;
+		if (READ_ONCE(vec->perm_snap) == unionfs_vec_snap(vec)) {
+			WRITE_ONCE(vec->perm_nseq, nseq);
+			return state;
+		}
+	}
+	top = READ_ONCE(vec->lower[vec->bstart]);
+	if (!top)
+		return UNIONFS_PERM_UNKNOWN;
+	state = UNIONFS_PERM_UNIFORM;
+	if (top->i_op->permission || !unionfs_perm_noacl(top, need_acl))
+		state = UNIONFS_PERM_MIXED;
+	for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
+		struct inode *l = READ_ONCE(vec->lower[b]);
+
+		if (!l)
+			continue;
+		if (unionfs_perm_recent(l))
+			return UNIONFS_PERM_UNKNOWN;
+		if (b == vec->bstart || state != UNIONFS_PERM_UNIFORM)
+			continue;
+		if (l->i_mode != top->i_mode || !uid_eq(l->i_uid, top->i_uid) ||
+		    !gid_eq(l->i_gid, top->i_gid) ||
+		    l->i_op->permission || !unionfs_perm_noacl(l, need_acl))
+			state = UNIONFS_PERM_MIXED;
+	}
+	if (*need_acl)
+		return UNIONFS_PERM_UNKNOWN;
+	snap = unionfs_vec_snap(vec);
+	WRITE_ONCE(vec->perm_gen, gen);
+	WRITE_ONCE(vec->perm_nseq, nseq);
+	WRITE_ONCE(vec->perm_snap, snap);
+	WRITE_ONCE(vec->perm_state, state);
+	return state;
+}
+
+/* Our own change of @inode's mode, owner or xattrs: forget the cache. */
+void unionfs_perm_forget(struct inode *inode)
+{
+	smp_wmb();	/* the lower change before the new attr_gen */
+	WRITE_ONCE(UNIONFS_I(inode)->attr_gen,
+		   READ_ONCE(UNIONFS_I(inode)->attr_gen) + 1);
+}
+
 static int unionfs_permission(struct user_namespace *mnt_userns,
 			      struct inode *inode, int mask)
 {
-	bool rcu = mask & MAY_NOT_BLOCK, writable;
+	bool rcu = mask & MAY_NOT_BLOCK, writable, need_acl = false;
+	struct unionfs_ivec *vec;
 	struct inode *lower;
 	int b, bstart, bend, err;
 
@@ -233,13 +391,22 @@ static int unionfs_permission(struct user_namespace *mnt_userns,
 	 * Writes happen only on the winning branch, after a copy-up when
 	 * that branch is read-only: check them against the union inode (which
 	 * mirrors the winning branch's owner and mode) there, and check the
-	 * remaining access bits on every contributing branch.
+	 * remaining access bits on every contributing branch (or on the top
+	 * one only, when the permission cache says they all agree).
 	 */
 	rcu_read_lock();
 	lower = unionfs_vec_lower(inode, -1, &writable, &bstart, &bend);
+	if (!IS_ERR(lower) && bend > bstart) {
+		vec = rcu_dereference(UNIONFS_I(inode)->vec);
+		if (unionfs_perm_state(inode, vec, &need_acl) ==
+		    UNIONFS_PERM_UNIFORM)
+			bend = bstart;
+	}
 	rcu_read_unlock();
 	if (IS_ERR(lower))
 		return PTR_ERR(lower);
+	if (need_acl && rcu)
+		return -ECHILD;	/* ref-walk reads the ACLs, then we learn */
 	if ((mask & (MAY_WRITE | MAY_APPEND)) && !writable) {
 		err = generic_permission(&init_user_ns, inode, mask);
 		if (err)
@@ -265,6 +432,8 @@ static int unionfs_permission(struct user_namespace *mnt_userns,
 			if (!lower)
 				continue;
 			err = inode_permission(&init_user_ns, lower, m);
+			if (need_acl)
+				unionfs_perm_read_acl(lower);
 			iput(lower);
 		}
 		if (err)
@@ -338,6 +507,7 @@ static int unionfs_setattr(struct user_namespace *mnt_userns,
 	}
 	if (!err || d_really_is_positive(ld))
 		unionfs_copy_attr(inode, d_inode(ld));
+	unionfs_perm_forget(inode);
 	dput(ld);
 	return err;
 }
@@ -649,6 +819,14 @@ out_attr:
 		else if (inode->i_nlink)
 			drop_nlink(inode);
 		inode->i_ctime = dir->i_ctime;
+		/*
+		 * Our dentry holds the removed branch dentry, which the branch
+		 * fs only unhashed (we had a reference): it would keep the
+		 * removed inode, and its blocks, until our dentry is
+		 * reclaimed. Unhash ours too, so that the caller's dput()
+		 * frees both (as overlayfs does); the next lookup starts over.
+		 */
+		d_drop(dentry);
 	}
 	return err;
 }

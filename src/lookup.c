@@ -102,6 +102,19 @@ static int unionfs_has_whiteout(struct unionfs_btable *bt, int bindex,
 	return ret;
 }
 
+/* Out of line: the copy of the parent's name is kept off the lookup stack. */
+static noinline void unionfs_trace_lookup(struct super_block *sb,
+					  struct dentry *parent,
+					  const struct qstr *name,
+					  struct unionfs_dentry_info *ud,
+					  int pstart, int pend, int probed,
+					  int err, u64 ns)
+{
+	unionfs_trace_dname(unionfs_lookup, sb, parent, name, pstart, pend,
+			    probed, ud->bstart, ud->bend, ud->bopaque, ud->bwh,
+			    err, ns);
+}
+
 /*
  * Fill @ud with the lower dentries of @name below @parent, starting at
  * branch @from. @ud must be built against the same branch table as the
@@ -201,9 +214,9 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 		}
 	}
 	kfree(whname);
-	trace_unionfs_lookup(sb, parent, name, pstart, pend, probed,
-			     ud->bstart, ud->bend, ud->bopaque, ud->bwh, err,
-			     t0 ? ktime_get_ns() - t0 : 0);
+	if (trace_unionfs_lookup_enabled())
+		unionfs_trace_lookup(sb, parent, name, ud, pstart, pend, probed,
+				     err, t0 ? ktime_get_ns() - t0 : 0);
 	return err;
 }
 
@@ -259,8 +272,13 @@ struct inode *unionfs_iget(struct super_block *sb,
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
 	if (!(inode->i_state & I_NEW)) {
-		/* a known object: follow the branches of this lookup */
-		err = unionfs_inode_set_vec(inode, ud);
+		/*
+		 * A known object: follow the branches of this lookup. Usually
+		 * they are the ones it has: keep its vector then (with the
+		 * notify marks and the permission cache).
+		 */
+		err = unionfs_vec_same(inode, ud) ? 0 :
+		      unionfs_inode_set_vec(inode, ud);
 		if (err) {
 			iput(inode);
 			return ERR_PTR(err);

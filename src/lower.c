@@ -33,13 +33,22 @@
 		__err;						\
 	})
 
+static noinline void unionfs_trace_op_slow(struct super_block *sb,
+					   const char *op, int bindex,
+					   struct dentry *d, int err)
+{
+	char nm[NAME_MAX + 1] = "";
+
+	if (d)
+		unionfs_dname_copy(nm, d);
+	trace_unionfs_branch_op(sb, op, bindex, nm, err);
+}
+
 static inline int unionfs_trace_op(struct super_block *sb, const char *op,
 				   int bindex, struct dentry *d, int err)
 {
 	if (trace_unionfs_branch_op_enabled())
-		trace_unionfs_branch_op(sb, op, bindex,
-					d ? (const char *)d->d_name.name : "",
-					err);
+		unionfs_trace_op_slow(sb, op, bindex, d, err);
 	return err;
 }
 

@@ -152,16 +152,11 @@ static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
 		kind = UNIONFS_HZ_ATTRIB;
 		what = "branch directory attributes changed";
 	}
-	atomic_long_inc(&sbi->hazards[kind]);
 	/* name events: @dir is the watched directory; self events: @inode */
 	unionfs_notify_trace(sbi, kind, m, dir ?: inode, name, what);
-	if (!test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
-		pr_notice("%u:%u: a branch was modified directly (%s: '%.*s' in branch %d, %s by %s[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
-			  MAJOR(sbi->sb->s_dev), MINOR(sbi->sb->s_dev),
-			  unionfs_hazard_name(kind), name ? name->len : 0,
-			  name ? (const char *)name->name : "", m->bindex, what,
-			  current->comm, task_pid_nr(current),
-			  MAJOR(sbi->sb->s_dev), MINOR(sbi->sb->s_dev));
+	unionfs_hazard_note(sbi->sb, kind, m->bindex,
+			    name ? (const char *)name->name : "",
+			    name ? name->len : 0, what, true);
 	return 0;
 }
 
@@ -266,13 +261,16 @@ void unionfs_notify_adopt(struct unionfs_ivec *vec, struct super_block *sb)
 		atomic_long_inc(&sbi->nseq);
 		return;
 	}
+	vec->watched = true;
 	mutex_lock(&sbi->nmutex);
 	for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
 		if (!vec->lower[b] || !S_ISDIR(vec->lower[b]->i_mode))
 			continue;
 		vec->marks[b] = unionfs_nmark_get(sbi, vec->lower[b], b);
-		if (!vec->marks[b])
+		if (!vec->marks[b]) {
+			vec->watched = false;
 			atomic_long_inc(&sbi->nseq);
+		}
 	}
 	mutex_unlock(&sbi->nmutex);
 }

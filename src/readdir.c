@@ -235,8 +235,8 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 			break;
 	}
 	revert_creds(old);
-	trace_unionfs_readdir(sb, dentry->d_name.name, bstart, bend, nread,
-			      rdc->n, rdc->dups, rdc->whiteouts, false, err);
+	unionfs_trace_dname(unionfs_readdir, sb, dentry, bstart, bend, nread,
+			    rdc->n, rdc->dups, rdc->whiteouts, false, err);
 	if (err) {
 		unionfs_rdcache_put(rdc);
 		return ERR_PTR(err);
@@ -282,8 +282,8 @@ static struct unionfs_rdcache *unionfs_rd_cached(struct dentry *dentry)
 		return NULL;
 	}
 	unionfs_get_range(dentry, &bstart, &bend);
-	trace_unionfs_readdir(inode->i_sb, dentry->d_name.name, bstart, bend,
-			      0, rdc->n, rdc->dups, rdc->whiteouts, true, 0);
+	unionfs_trace_dname(unionfs_readdir, inode->i_sb, dentry, bstart, bend,
+			    0, rdc->n, rdc->dups, rdc->whiteouts, true, 0);
 	return rdc;
 }
 
@@ -356,10 +356,10 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 		if (trace_unionfs_readdir_enabled()) {
 			int b = unionfs_bt_index(unionfs_dbt(dentry), fi->br);
 
-			trace_unionfs_readdir(file_inode(file)->i_sb,
-					      dentry->d_name.name, b, b, 1,
-					      pt.emitted, 0, pt.whiteouts,
-					      false, err);
+			unionfs_trace_dname(unionfs_readdir,
+					    file_inode(file)->i_sb, dentry,
+					    b, b, 1, pt.emitted, 0,
+					    pt.whiteouts, false, err);
 		}
 		return err;
 	}

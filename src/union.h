@@ -154,7 +154,19 @@ struct unionfs_ivec {
 	int nbr;
 	struct rcu_work rwork;
 	struct unionfs_nmark **marks;	/* coherency=notify, directories */
+	bool watched;			/* every lower directory has a mark */
+	/* permission cache of a merged directory (inode.c) */
+	int perm_state;			/* UNIONFS_PERM_* */
+	unsigned int perm_gen;		/* the union inode's attr_gen then */
+	long perm_nseq;			/* sbi->nseq then */
+	u64 perm_snap;			/* lower ctimes then */
 	struct inode *lower[];
+};
+
+enum {
+	UNIONFS_PERM_UNKNOWN,	/* check every contributing branch */
+	UNIONFS_PERM_UNIFORM,	/* same mode/owner everywhere, no ACL */
+	UNIONFS_PERM_MIXED,	/* known to differ: check every branch */
 };
 
 struct unionfs_inode_info {
@@ -164,6 +176,7 @@ struct unionfs_inode_info {
 	struct inode *key;	/* lower inode this inode is hashed by */
 	u64 dir_version;	/* bumped by every change made through us */
 	u64 snap;		/* lower dirs' ctimes after our own changes */
+	unsigned int attr_gen;	/* bumped by every attribute change by us */
 	struct unionfs_rdcache *rdcache;	/* merged listing, under i_lock */
 };
 
@@ -298,6 +311,35 @@ void unionfs_ivec_free(struct unionfs_ivec *vec);
 int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud);
 void unionfs_dir_changed(struct inode *dir);
 u64 unionfs_dir_snap(struct inode *dir);
+void unionfs_perm_forget(struct inode *inode);
+bool unionfs_vec_same(struct inode *inode, struct unionfs_dentry_info *ud);
+/* A bounded copy of @d's name (@buf: NAME_MAX + 1 bytes); RCU-walk safe. */
+static inline void unionfs_dname_copy(char *buf, const struct dentry *d)
+{
+	rcu_read_lock();
+	strscpy(buf, READ_ONCE(d->d_name.name), NAME_MAX + 1);
+	rcu_read_unlock();
+}
+
+/*
+ * Emit tracepoint @event with a stable copy of @dentry's name as its
+ * second argument (after @sb): a concurrent rename may rewrite a short
+ * name in place, and an event sizes its string with strlen() before it
+ * copies it. Nothing is done while the event is off.
+ */
+#define unionfs_trace_dname(event, sb, dentry, ...)			\
+	do {								\
+		if (trace_##event##_enabled()) {			\
+			char __nm[NAME_MAX + 1];			\
+									\
+			unionfs_dname_copy(__nm, dentry);		\
+			trace_##event(sb, __nm, ##__VA_ARGS__);		\
+		}							\
+	} while (0)
+
+void unionfs_hazard_note(struct super_block *sb, int kind, int bindex,
+			 const char *name, int len, const char *what,
+			 bool by_current);
 void unionfs_hazard(struct super_block *sb, int kind, int bindex,
 		    const char *name, const char *what);
 const char *unionfs_hazard_name(int kind);

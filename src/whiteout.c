@@ -12,18 +12,9 @@
 
 #include "unionfs_trace.h"
 
-/* Trace a marker event with the lower directory's name (snapshot). */
+/* Trace a marker event with the lower directory's name. */
 #define unionfs_trace_marker(event, bt, dir, marker, bindex, reason, err) \
-	do {								\
-		if (trace_##event##_enabled()) {			\
-			struct name_snapshot __n;			\
-									\
-			take_dentry_name_snapshot(&__n, dir);		\
-			trace_##event((bt)->sb, __n.name.name, marker,	\
-				      bindex, reason, err);		\
-			release_dentry_name_snapshot(&__n);		\
-		}							\
-	} while (0)
+	unionfs_trace_dname(event, (bt)->sb, dir, marker, bindex, reason, err)
 
 int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,

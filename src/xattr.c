@@ -51,6 +51,7 @@ static int unionfs_xattr_set(const struct xattr_handler *handler,
 	}
 	if (d_really_is_positive(ld))
 		unionfs_copy_attr(inode, d_inode(ld));
+	unionfs_perm_forget(inode);
 	dput(ld);
 	return err;
 }

@@ -17,14 +17,14 @@
 #include <linux/dcache.h>
 
 TRACE_EVENT(unionfs_lookup,
-	TP_PROTO(struct super_block *sb, struct dentry *parent,
+	TP_PROTO(struct super_block *sb, const char *parent,
 		 const struct qstr *name, int first, int last, int probed,
 		 int bstart, int bend, int bopaque, int bwh, int err, u64 ns),
 	TP_ARGS(sb, parent, name, first, last, probed, bstart, bend, bopaque,
 		bwh, err, ns),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
-		__string(parent, parent->d_name.name)
+		__string(parent, parent)
 		__string(name, name->name)
 		__field(int, first)
 		__field(int, last)
@@ -40,7 +40,7 @@ TRACE_EVENT(unionfs_lookup,
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
 		__entry->result = err ? 2 : (bstart >= 0 ? 0 : 1);
-		__assign_str(parent, parent->d_name.name);
+		__assign_str(parent, parent);
 		__assign_str(name, name->name);
 		__entry->first = first;
 		__entry->last = last;

@@ -59,4 +59,33 @@ print(n)")" 1000000
 is "dir permission checked on every branch (root ok)" "$(ls "$M/pd")" f
 is "dir permission checked on every branch (uid 65534 refused)" "$(setpriv --reuid=65534 --regid=65534 --clear-groups ls "$M/pd" 2>&1 | grep -c 'Permission denied')" 1
 check "umount" umount "$M"
+
+# the permission cache (inode.c): when every branch's copy of a merged directory has the same
+# mode and owner and no ACL, only the top one is checked; any change must be seen at once:
+# made directly in a branch (chmod, ACL: coherency=reval via ctimes, notify via events) or
+# through the union (chmod). Each step first warms the cache with allowed accesses.
+U=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+ucan() { local i; for i in 1 2 3; do sleep 0.05; "${U[@]}" ls "$M/pc" > /dev/null 2>&1 || { echo denied; return; }; done; echo allowed; }
+for coh in reval notify; do
+	rm -rf "$B0/pc" "$B1/pc"; mkdir -m 755 "$B0/pc" "$B1/pc"; echo f > "$B1/pc/f"
+	check "permcache $coh: mount" mount -i -t unionfs -o "dirs=$B0:$B1=ro,coherency=$coh" none "$M"
+	is "permcache $coh: same mode everywhere: allowed" "$(ucan)" allowed
+	chmod 700 "$B1/pc"
+	is "permcache $coh: lower copy chmod 700 in the branch: denied" "$(ucan)" denied
+	chmod 755 "$B1/pc"
+	is "permcache $coh: chmod 755 again: allowed" "$(ucan)" allowed
+	setfacl -m u:65534:--- "$B1/pc"
+	is "permcache $coh: an ACL denying the user on the lower copy: denied" "$(ucan)" denied
+	setfacl -b "$B1/pc"
+	is "permcache $coh: ACL removed: allowed" "$(ucan)" allowed
+	chmod 700 "$M/pc"
+	is "permcache $coh: chmod 700 through the union: denied" "$(ucan)" denied
+	chmod 755 "$M/pc"
+	is "permcache $coh: chmod 755 through the union: allowed" "$(ucan)" allowed
+	chown 65534 "$B1/pc"; chmod 700 "$B1/pc"
+	is "permcache $coh: lower copy owned by the user, 0700; top 0755 root: allowed" "$(ucan)" allowed
+	chown 0 "$B1/pc"
+	is "permcache $coh: lower owner back to root (still 0700): denied" "$(ucan)" denied
+	check "permcache $coh: umount" umount "$M"
+done
 finish
