@@ -45,7 +45,7 @@ SRCTAR     := /usr/src/linux-source-6.1.tar.xz
 
 # Host packages. Everything the guest runs comes from this machine's / over 9p.
 PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace trace-cmd \
-	kexec-tools makedumpfile dwarves e2fsprogs attr python3 sparse linux-source-6.1 \
+	kexec-tools makedumpfile dwarves e2fsprogs attr acl python3 sparse linux-source-6.1 \
 	kmod util-linux xz-utils gzip perl make gcc bc flex bison fio stress-ng dmsetup
 
 # Packages only `make bench` needs (installed by it, not by deps): the FUSE peers, fio, plots.

@@ -144,6 +144,8 @@ def main(argv):
                 if ch in a[1][1:] or (ch in a[1] and a[1][0] not in "rw"):
                     fl |= f
             os.close(os.open(a[0], fl, 0o644))
+        elif op == "utime":
+            os.utime(a[0], (int(a[1]), int(a[1])))
         elif op == "truncate":
             os.truncate(a[0], int(a[1]))
         elif op == "chmod":

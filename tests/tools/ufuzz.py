@@ -367,15 +367,7 @@ def main(a):
     if len(a) < 4:
         print(__doc__)
         return 2
-    kind, seed, n = a[1], int(a[2]), int(a[3])
-    if kind == "mount":
-        return fuzz_mount(seed, n, a[4])
-    if kind == "remount":
-        return fuzz_remount(seed, n, a[4], a[5])
-    if kind == "ioctl":
-        return fuzz_ioctl(seed, n, a[4])
-    if kind == "debugfs":
-        return fuzz_debugfs(seed, n)
+    kind = a[1]
     if kind == "sample":
         sub, seed, n = a[2], int(a[3]), int(a[4])
         if sub == "mount":
@@ -384,6 +376,17 @@ def main(a):
             return fuzz_remount(seed, n, a[5], a[6], True)
         if sub == "debugfs":
             return fuzz_debugfs(seed, n, True)
+        print(__doc__)
+        return 2
+    seed, n = int(a[2]), int(a[3])
+    if kind == "mount":
+        return fuzz_mount(seed, n, a[4])
+    if kind == "remount":
+        return fuzz_remount(seed, n, a[4], a[5])
+    if kind == "ioctl":
+        return fuzz_ioctl(seed, n, a[4])
+    if kind == "debugfs":
+        return fuzz_debugfs(seed, n)
     print(__doc__)
     return 2
 
