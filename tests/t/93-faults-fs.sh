@@ -1,5 +1,4 @@
 #!/bin/bash
-# soak-only: not yet run to completion in the guest (issue 10); make soak runs it
 # Faults from real filesystems under the union (75-faults covers each injection site once):
 #  1. ENOSPC: the writable branch is a tiny tmpfs (blocks and inodes): write, create, mkdir,
 #     the whiteout of an unlink, copy-up by rename and of a nested file (parents); each error

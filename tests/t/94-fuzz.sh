@@ -1,5 +1,4 @@
 #!/bin/bash
-# soak-only: not yet run to completion in the guest (issue 10); make soak runs it
 # Fuzzing bad input (tests/tools/ufuzz.py, seeded, seeds printed): random and mutated mount
 # option strings, remount command strings on a live union, ioctl numbers and arguments on
 # union files and dirs, and writes to debugfs inject/crash_at. Every case must succeed or fail

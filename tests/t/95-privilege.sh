@@ -1,5 +1,4 @@
 #!/bin/bash
-# soak-only: not yet run to completion in the guest (issue 10); make soak runs it
 # Privilege: as uid/gid 65534 (setpriv, no capabilities) through a union b0=rw over b1=ro:
 # no read of 0600 files, no write/truncate/unlink/rename/mkdir/create in root-owned dirs, no
 # chmod/chown of others' files, no .wh.* names (create, mkdir, rename, link, symlink), no

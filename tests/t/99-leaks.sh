@@ -1,5 +1,4 @@
 #!/bin/bash
-# soak-only: not yet run to completion in the guest (issue 10); make soak runs it
 # Leaks, last file of the suite (the guest boots with slub_debug=FZPU): unmount every union,
 # then the module's slab cache (unionfs_inode_cache, the only kmem_cache in src/) must be empty
 # (objects counted from /sys/kernel/slab before the cache is destroyed), rmmod must succeed and
