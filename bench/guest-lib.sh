@@ -22,3 +22,16 @@ bench_pass() {
 	echo $((($(now) - t0) / 1000000))
 }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+
+# w2_branches DIR N LIST: N branches DIR/b0..b(N-1) each holding every directory of
+# build/bench/tree2.list, the files of LIST (relative names) in the lowest one. Sets LOWS to
+# the branches below b0 (for the mount's lower layers).
+w2_branches() {
+	local d=$1 n=$2 list=$3 i
+	LOWS=()
+	for ((i = 0; i < n; i++)); do
+		mkdir -p "$d/b$i"; (cd "$d/b$i" && sed 's|/[^/]*$||' "$PWD/build/bench/tree2.list" | sort -u | xargs mkdir -p)
+		((i)) && LOWS+=("$d/b$i")
+	done
+	(cd "$d/b$((n - 1))" && xargs touch < "$list")
+}

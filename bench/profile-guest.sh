@@ -6,6 +6,7 @@
 # CASEs: w1-cold w1-warm w2-hit-N w2-miss-N w2-warm-N (N branches) w3-cold-SIZE w3-warm-SIZE
 set -uo pipefail
 export LC_ALL=C
+. bench/guest-lib.sh
 D=$PWD/build/bench; P=$D/profile; BH=$D/bhelper; B=/tmp/prof
 mkdir -p "$P" $B
 modprobe overlay
@@ -55,14 +56,9 @@ for c; do
 	w2-*)	# the 1000-name sample of bench/guest.sh (W2_FILES)
 		awk '(NR - 1) % 5 == 0' $D/tree2.list > $B/w2.list
 		n=${c##*-} kind=${c#w2-}; kind=${kind%-*}
-		lows=()
-		for ((i = 0; i < n; i++)); do
-			mkdir -p $B/t/b$i; (cd $B/t/b$i && sed 's|/[^/]*$||' $D/tree2.list | sort -u | xargs mkdir -p)
-			((i)) && lows+=($B/t/b$i)
-		done
-		(cd $B/t/b$((n - 1)) && xargs touch < $B/w2.list)
+		w2_branches $B/t "$n" $B/w2.list
 		for peer in unionfs overlayfs; do
-			drop; mnt $peer $B/t/b0 "${lows[@]}"
+			drop; mnt $peer $B/t/b0 "${LOWS[@]}"
 			case $kind in
 			hit) prof $c-$peer $BH stat $B/m $B/w2.list ;;
 			miss) prof $c-$peer $BH stat $B/m $B/w2.list .missing ;;
