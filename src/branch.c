@@ -126,8 +126,8 @@ static int unionfs_find_branch(struct unionfs_work *w, const char *name,
 	for (i = 0; i < w->n; i++)
 		if (!strcmp(w->br[i]->name, name))
 			return i;
-	pr_warn("remount: %s: '%s' is not a branch of this union\n", cmd,
-		name);
+	pr_warn("remount: %s: '%*pE' is not a branch of this union\n", cmd,
+		(int)strlen(name), name);
 	return -ENOENT;
 }
 
@@ -138,8 +138,8 @@ static int unionfs_parse_mode(const char *s, const char *cmd, int *mode)
 	} else if (!strcmp(s, "rw")) {
 		*mode = UNIONFS_BR_RW;
 	} else {
-		pr_warn("remount: %s: unknown branch mode '%s' (use ro or rw)\n",
-			cmd, s);
+		pr_warn("remount: %s: unknown branch mode '%*pE' (use ro or rw)\n",
+			cmd, (int)strlen(s), s);
 		return -EINVAL;
 	}
 	return 0;
@@ -176,8 +176,8 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 		return -EINVAL;
 	}
 	if (w->n >= UNIONFS_MAX_BRANCHES) {
-		pr_warn("remount: add: '%s' would make more than %d branches\n",
-			path, UNIONFS_MAX_BRANCHES);
+		pr_warn("remount: add: '%*pE' would make more than %d branches\n",
+			(int)strlen(path), path, UNIONFS_MAX_BRANCHES);
 		return -E2BIG;
 	}
 	br = kzalloc(sizeof(*br), GFP_KERNEL);
@@ -186,21 +186,21 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 	refcount_set(&br->ref, 1);
 	err = kern_path(path, LOOKUP_FOLLOW, &br->path);
 	if (err) {
-		pr_warn("remount: add: '%s': lookup failed (%d)\n", path, err);
+		pr_warn("remount: add: '%*pE': lookup failed (%d)\n", (int)strlen(path), path, err);
 		kfree(br);
 		return err;
 	}
 	br->name = NULL;
 	err = -ENOTDIR;
 	if (!d_is_dir(br->path.dentry)) {
-		pr_warn("remount: add: '%s' is not a directory\n", path);
+		pr_warn("remount: add: '%*pE' is not a directory\n", (int)strlen(path), path);
 		goto out_put;
 	}
 	err = -EINVAL;
 	if (br->path.dentry->d_sb->s_type == &unionfs_fs_type ||
 	    br->path.mnt->mnt_sb->s_stack_depth + 1 > sb->s_stack_depth) {
-		pr_warn("remount: add: '%s' is a union or too deep a stack\n",
-			path);
+		pr_warn("remount: add: '%*pE' is a union or too deep a stack\n",
+			(int)strlen(path), path);
 		goto out_put;
 	}
 	for (i = 0; i < w->n; i++) {
@@ -209,8 +209,8 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 		if (o->path.dentry->d_sb == br->path.dentry->d_sb &&
 		    (is_subdir(o->path.dentry, br->path.dentry) ||
 		     is_subdir(br->path.dentry, o->path.dentry))) {
-			pr_warn("remount: add: '%s' overlaps branch '%s'\n",
-				path, o->name);
+			pr_warn("remount: add: '%*pE' overlaps branch '%*pE'\n",
+				(int)strlen(path), path, (int)strlen(o->name), o->name);
 			goto out_put;
 		}
 	}
@@ -262,8 +262,9 @@ static int unionfs_cmd_del(struct unionfs_work *w, char *arg)
 	if (i < 0)
 		return i;
 	if (atomic_read(&w->br[i]->open_files)) {
-		pr_warn("remount: del: branch '%s' has %d open files\n",
-			w->br[i]->name, atomic_read(&w->br[i]->open_files));
+		pr_warn("remount: del: branch '%*pE' has %d open files\n",
+			(int)strlen(w->br[i]->name), w->br[i]->name,
+			atomic_read(&w->br[i]->open_files));
 		return -EBUSY;
 	}
 	unionfs_branch_put(w->br[i]);
@@ -280,8 +281,8 @@ static int unionfs_cmd_mode(struct unionfs_work *w, char *arg)
 	int i, mode, err;
 
 	if (!eq) {
-		pr_warn("remount: mode: expected mode=/branch=ro|rw, got '%s'\n",
-			arg);
+		pr_warn("remount: mode: expected mode=/branch=ro|rw, got '%*pE'\n",
+			(int)strlen(arg), arg);
 		return -EINVAL;
 	}
 	*eq = '\0';
@@ -377,7 +378,7 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 			if (cause[0] == 'r')
 				cause = "incgen";
 		} else {
-			pr_warn("remount: unknown command '%s'\n", cmd);
+			pr_warn("remount: unknown command '%*pE'\n", (int)strlen(cmd), cmd);
 			err = -EINVAL;
 		}
 	}
@@ -386,8 +387,8 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 		err = -EINVAL;
 	}
 	if (!err && !sb_ro && w->mode[0] != UNIONFS_BR_RW) {
-		pr_warn("remount: leftmost branch '%s' would be ro on a rw union\n",
-			w->br[0]->name);
+		pr_warn("remount: leftmost branch '%*pE' would be ro on a rw union\n",
+			(int)strlen(w->br[0]->name), w->br[0]->name);
 		err = -EINVAL;
 	}
 	if (!err) {

@@ -133,8 +133,8 @@ static int unionfs_parse_uint(const char *key, const char *val,
 			      unsigned int max, unsigned int *out)
 {
 	if (kstrtouint(val, 0, out) || *out > max) {
-		pr_warn("debugfs inject: bad value '%s' for %s (0..%u)\n",
-			val, key, max);
+		pr_warn("debugfs inject: bad value '%*pE' for %s (0..%u)\n",
+			(int)strlen(val), val, key, max);
 		return -EINVAL;
 	}
 	return 0;
@@ -164,8 +164,8 @@ static int unionfs_inject_cmd(char *buf)
 		}
 		i = tok ? unionfs_site_index(tok) : -1;
 		if (i < 0) {
-			pr_warn("debugfs inject: clear: unknown site '%s'\n",
-				tok ?: "");
+			pr_warn("debugfs inject: clear: unknown site '%*pE'\n",
+				(int)strlen(tok ?: ""), tok ?: "");
 			return -EINVAL;
 		}
 		spin_lock(&unionfs_fault_lock);
@@ -175,7 +175,7 @@ static int unionfs_inject_cmd(char *buf)
 	}
 	i = unionfs_site_index(site);
 	if (i < 0) {
-		pr_warn("debugfs inject: unknown site '%s'\n", site);
+		pr_warn("debugfs inject: unknown site '%*pE'\n", (int)strlen(site), site);
 		return -EINVAL;
 	}
 	while ((tok = strsep(&buf, " \t")) != NULL) {
@@ -185,8 +185,8 @@ static int unionfs_inject_cmd(char *buf)
 			continue;
 		val = strchr(tok, '=');
 		if (!val) {
-			pr_warn("debugfs inject: expected key=value, got '%s'\n",
-				tok);
+			pr_warn("debugfs inject: expected key=value, got '%*pE'\n",
+				(int)strlen(tok), tok);
 			return -EINVAL;
 		}
 		*val++ = '\0';
@@ -216,7 +216,7 @@ static int unionfs_inject_cmd(char *buf)
 				return err;
 			s.times = v;
 		} else {
-			pr_warn("debugfs inject: unknown key '%s'\n", tok);
+			pr_warn("debugfs inject: unknown key '%*pE'\n", (int)strlen(tok), tok);
 			return -EINVAL;
 		}
 	}
@@ -301,7 +301,7 @@ static ssize_t unionfs_crash_write(struct file *file, const char __user *ubuf,
 	} else {
 		i = unionfs_site_index(buf);
 		if (i < 0) {
-			pr_warn("debugfs crash_at: unknown site '%s'\n", buf);
+			pr_warn("debugfs crash_at: unknown site '%*pE'\n", (int)strlen(buf), buf);
 			err = -EINVAL;
 		}
 	}

@@ -216,8 +216,8 @@ static int unionfs_parse_dirs(struct unionfs_fs_context *ctx)
 			} else if (!strcmp(eq + 1, "rw")) {
 				mode = UNIONFS_BR_RW;
 			} else {
-				pr_warn("mount: unknown branch mode '%s' for branch %d (use =ro or =rw)\n",
-					eq + 1, i);
+				pr_warn("mount: unknown branch mode '%*pE' for branch %d (use =ro or =rw)\n",
+					(int)strlen(eq + 1), eq + 1, i);
 				unionfs_free_specs(ctx);
 				return -EINVAL;
 			}
@@ -248,7 +248,7 @@ static int unionfs_parse_param(struct fs_context *fc,
 
 	opt = fs_parse(fc, unionfs_param_specs, param, &result);
 	if (opt == -ENOPARAM) {
-		pr_warn("mount: unknown option '%s'\n", param->key);
+		pr_warn("mount: unknown option '%*pE'\n", (int)strlen(param->key), param->key);
 		return -EINVAL;
 	}
 	if (opt < 0)
@@ -259,8 +259,8 @@ static int unionfs_parse_param(struct fs_context *fc,
 					-1);
 
 		if (c < 0) {
-			pr_warn("mount: unknown coherency '%s' (use none, reval or notify)\n",
-				param->string);
+			pr_warn("mount: unknown coherency '%*pE' (use none, reval or notify)\n",
+				(int)strlen(param->string), param->string);
 			return -EINVAL;
 		}
 		ctx->coherency = c;
@@ -268,8 +268,8 @@ static int unionfs_parse_param(struct fs_context *fc,
 	}
 	if (opt != OPT_DIRS &&
 	    fc->purpose != FS_CONTEXT_FOR_RECONFIGURE) {
-		pr_warn("mount: '%s' is a remount command (mount -o remount,%s=...)\n",
-			param->key, param->key);
+		pr_warn("mount: '%*pE' is a remount command (mount -o remount,%s=...)\n",
+			(int)strlen(param->key), param->key, param->key);
 		return -EINVAL;
 	}
 	switch (opt) {
@@ -332,31 +332,31 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 		err = kern_path(name, LOOKUP_FOLLOW, &br->path);
 		if (err) {
 			kfree(br);
-			pr_warn("mount: branch %d '%s': lookup failed (%d)\n",
-				i, name, err);
+			pr_warn("mount: branch %d '%*pE': lookup failed (%d)\n",
+				i, (int)strlen(name), name, err);
 			return err;
 		}
 		bt->br[i] = br;
 		bt->nbr = i + 1;
 		if (!d_is_dir(br->path.dentry)) {
-			pr_warn("mount: branch %d '%s' is not a directory\n",
-				i, name);
+			pr_warn("mount: branch %d '%*pE' is not a directory\n",
+				i, (int)strlen(name), name);
 			return -ENOTDIR;
 		}
 		if (br->path.dentry->d_sb->s_type == &unionfs_fs_type) {
-			pr_warn("mount: branch %d '%s' is itself a unionfs (stacking unions is not supported)\n",
-				i, name);
+			pr_warn("mount: branch %d '%*pE' is itself a unionfs (stacking unions is not supported)\n",
+				i, (int)strlen(name), name);
 			return -EINVAL;
 		}
 		if (br->path.dentry->d_flags &
 		    (DCACHE_OP_HASH | DCACHE_OP_COMPARE | DCACHE_NEED_AUTOMOUNT)) {
-			pr_warn("mount: branch %d '%s' is on a case-folding or automount filesystem\n",
-				i, name);
+			pr_warn("mount: branch %d '%*pE' is on a case-folding or automount filesystem\n",
+				i, (int)strlen(name), name);
 			return -EINVAL;
 		}
 		if (is_idmapped_mnt(br->path.mnt)) {
-			pr_warn("mount: branch %d '%s' is an idmapped mount\n",
-				i, name);
+			pr_warn("mount: branch %d '%*pE' is an idmapped mount\n",
+				i, (int)strlen(name), name);
 			return -EINVAL;
 		}
 		*stack_depth = max(*stack_depth,
@@ -375,8 +375,9 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 			struct unionfs_branch *o = bt->br[j];
 
 			if (unionfs_overlaps(&o->path, &br->path)) {
-				pr_warn("mount: branches %d '%s' and %d '%s' overlap\n",
-					j, o->name, i, br->name);
+				pr_warn("mount: branches %d '%*pE' and %d '%*pE' overlap\n",
+					j, (int)strlen(o->name), o->name, i,
+					(int)strlen(br->name), br->name);
 				return -EINVAL;
 			}
 			if (o->path.mnt->mnt_sb == br->path.mnt->mnt_sb &&
@@ -439,8 +440,8 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	if (!(fc->sb_flags & SB_RDONLY) &&
 	    bt->br[0]->mode != UNIONFS_BR_RW) {
-		pr_warn("mount: leftmost branch '%s' must be rw unless the union is mounted ro\n",
-			bt->br[0]->name);
+		pr_warn("mount: leftmost branch '%*pE' must be rw unless the union is mounted ro\n",
+			(int)strlen(bt->br[0]->name), bt->br[0]->name);
 		return -EINVAL;
 	}
 
@@ -529,8 +530,8 @@ static int unionfs_reconfigure(struct fs_context *fc)
 		goto out;
 	}
 	if (!ro && READ_ONCE(bt->br[0]->mode) != UNIONFS_BR_RW) {
-		pr_warn("remount: leftmost branch '%s' is ro; the union must stay ro\n",
-			bt->br[0]->name);
+		pr_warn("remount: leftmost branch '%*pE' is ro; the union must stay ro\n",
+			(int)strlen(bt->br[0]->name), bt->br[0]->name);
 		err = -EINVAL;
 	}
 	goto out;
