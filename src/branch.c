@@ -196,6 +196,12 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 		pr_warn("remount: add: '%*pE' is not a directory\n", (int)strlen(path), path);
 		goto out_put;
 	}
+	err = -EROFS;
+	if (mode == UNIONFS_BR_RW && unionfs_path_rdonly(&br->path)) {
+		pr_warn("remount: add: '%*pE' is read-write but its file system is mounted read-only (give =ro)\n",
+			(int)strlen(path), path);
+		goto out_put;
+	}
 	err = -EINVAL;
 	if (br->path.dentry->d_sb->s_type == &unionfs_fs_type ||
 	    br->path.mnt->mnt_sb->s_stack_depth + 1 > sb->s_stack_depth) {
@@ -292,6 +298,11 @@ static int unionfs_cmd_mode(struct unionfs_work *w, char *arg)
 	i = unionfs_find_branch(w, arg, "mode");
 	if (i < 0)
 		return i;
+	if (mode == UNIONFS_BR_RW && unionfs_path_rdonly(&w->br[i]->path)) {
+		pr_warn("remount: mode: branch '%*pE' is on a file system mounted read-only\n",
+			(int)strlen(w->br[i]->name), w->br[i]->name);
+		return -EROFS;
+	}
 	w->mode[i] = mode;
 	return 0;
 }

@@ -49,6 +49,30 @@ static void unionfs_evict_inode(struct inode *inode)
 	unionfs_ivec_free(rcu_replace_pointer(ui->vec, NULL, true));
 }
 
+/*
+ * Called by iput_final() with i_lock held. An unused union inode stays cached
+ * (like any other), but not one whose branch copy was unlinked in the branch
+ * behind our back: its reference would keep the removed file, and its
+ * blocks, allocated until memory reclaim (seen: a 256 MiB tmpfs branch full
+ * of files deleted directly while the union cached them).
+ */
+static int unionfs_drop_inode(struct inode *inode)
+{
+	struct unionfs_ivec *vec;
+	int b;
+
+	if (generic_drop_inode(inode))
+		return 1;
+	vec = rcu_dereference_protected(UNIONFS_I(inode)->vec,
+					lockdep_is_held(&inode->i_lock));
+	if (!vec)
+		return 1;
+	for (b = max(vec->bstart, 0); b <= vec->bend && b < vec->nbr; b++)
+		if (vec->lower[b] && !vec->lower[b]->i_nlink)
+			return 1;
+	return 0;
+}
+
 static void unionfs_inode_once(void *p)
 {
 	struct unionfs_inode_info *ui = p;
@@ -119,6 +143,7 @@ static const struct super_operations unionfs_sops = {
 	.alloc_inode	= unionfs_alloc_inode,
 	.free_inode	= unionfs_free_inode,
 	.evict_inode	= unionfs_evict_inode,
+	.drop_inode	= unionfs_drop_inode,
 	.statfs		= unionfs_statfs,
 	.show_options	= unionfs_show_options,
 };
@@ -358,6 +383,12 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 			pr_warn("mount: branch %d '%*pE' is an idmapped mount\n",
 				i, (int)strlen(name), name);
 			return -EINVAL;
+		}
+		if (ctx->specs[i].mode == UNIONFS_BR_RW &&
+		    unionfs_path_rdonly(&br->path)) {
+			pr_warn("mount: branch %d '%*pE' is read-write but its file system is mounted read-only (give =ro)\n",
+				i, (int)strlen(name), name);
+			return -EROFS;
 		}
 		*stack_depth = max(*stack_depth,
 				   br->path.mnt->mnt_sb->s_stack_depth);

@@ -219,6 +219,16 @@ static inline struct vfsmount *unionfs_mnt(struct unionfs_btable *bt,
 	return bt->br[bindex]->path.mnt;
 }
 
+/*
+ * A read-write branch needs a writable mount: the mode is checked when it is
+ * given (mount, add=, mode=); a branch fs made read-only later gives EROFS
+ * per operation.
+ */
+static inline bool unionfs_path_rdonly(const struct path *path)
+{
+	return __mnt_is_readonly(path->mnt);
+}
+
 /* The branch table a dentry was built against. */
 static inline struct unionfs_btable *unionfs_dbt(const struct dentry *d)
 {

@@ -29,6 +29,10 @@ rmdir "$T/b0/sub"
 mount_err "unknown option" EINVAL "dirs=$T/b0,bogus=1"
 mount_err "unknown branch mode" EINVAL "dirs=$T/b0=rx"
 mount_err "read-only leftmost branch on a rw mount" EINVAL "dirs=$T/b0=ro:$T/b1"
+# the guest's / is 9p mounted read-only: a rw branch there is refused, a ro one is fine
+mount_err "read-write branch on a read-only file system" EROFS "dirs=$T/b0:/usr/share/doc"
+is "read-only branch on a read-only file system" "$($S mount none "$T/m" unionfs "dirs=$T/b0:/usr/share/doc=ro")" OK
+check "umount the union with a branch on a read-only fs" umount "$T/m"
 mkdir -p /tmp/u$$
 many=$(for i in $(seq 0 128); do printf '%s:' /tmp/u$$; done)
 mount_err "129 branches" E2BIG "dirs=${many%:}"

@@ -55,6 +55,13 @@ mkdir "$B5/sub"
 is "overlapping branch refused (EINVAL)" "$($S remount "$M" "add=$B5,add=$B5/sub")" EINVAL
 is "ro leftmost branch on a rw union refused" "$($S remount "$M" "mode=$B0=ro")" EINVAL
 is "unknown remount command refused" "$($S remount "$M" "bogus=1")" EINVAL
+# a rw branch needs a writable mount (the guest's / is 9p mounted read-only)
+dmesg_mark
+is "add of a rw branch on a read-only fs refused" "$($S remount "$M" "add=:/usr/share/doc")" EROFS
+is "rw branch on a read-only fs: one pr_warn line" "$(dmesg_since_mark | grep -c 'unionfs: ')" 1
+is "add of a ro branch on a read-only fs" "$($S remount "$M" "add=:/usr/share/doc=ro")" OK
+is "mode=rw of a branch on a read-only fs refused" "$($S remount "$M" "mode=/usr/share/doc=rw")" EROFS
+is "del of the branch on a read-only fs" "$($S remount "$M" "del=/usr/share/doc")" OK
 # EBUSY with an open file on the branch
 exec 9< "$M/only2"
 is "del of a branch with an open file" "$($S remount "$M" "del=$B2")" EBUSY

@@ -40,7 +40,7 @@ NOISE = [",", "=", ":", "::", "==", "=rw", "=ro", "=RW", "=rx", "dirs", "dirs=",
          "../..", "/nonexistent/x", "/dev/null/x", "/dev/null", "/etc/passwd", " ", "\t", "\\", "'", "\"",
          "é", "\u202e", "a" * 300, "/" * 100]
 MOUNT_OK = {errno.EINVAL, errno.ENOENT, errno.ENOTDIR, errno.E2BIG, errno.ENAMETOOLONG,
-            errno.ELOOP, errno.EBUSY}
+            errno.ELOOP, errno.EBUSY, errno.EROFS}
 REMOUNT_OK = MOUNT_OK
 IOCTL_OK = {errno.ENOTTY, errno.EFAULT, errno.EINVAL, errno.EPERM, errno.EOPNOTSUPP,
             errno.EBADF, errno.EXDEV, errno.ESTALE, errno.ENOIOCTLCMD if hasattr(errno, "ENOIOCTLCMD") else 515,
