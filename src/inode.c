@@ -67,6 +67,7 @@ static void unionfs_ivec_work(struct work_struct *work)
 
 	unionfs_notify_release(vec);
 	unionfs_bt_put(vec->bt);
+	kfree(vec->nowh);
 	kfree(vec);
 }
 
@@ -304,15 +305,6 @@ static void unionfs_perm_read_acl(struct inode *l)
 		posix_acl_release(acl);
 }
 
-static bool unionfs_perm_recent(struct inode *l)
-{
-	struct timespec64 now;
-
-	ktime_get_coarse_real_ts64(&now);
-	return timespec64_to_ns(&now) - timespec64_to_ns(&l->i_ctime) <
-	       4 * TICK_NSEC;
-}
-
 /*
  * State of @vec's permission cache, relearned when stale (RCU held, never
  * sleeps). *@need_acl: an ACL not read yet kept it from learning.
@@ -352,7 +344,7 @@ static int unionfs_perm_state(struct inode *inode, struct unionfs_ivec *vec,
 
 		if (!l)
 			continue;
-		if (unionfs_perm_recent(l))
+		if (unionfs_ctime_recent(l))
 			return UNIONFS_PERM_UNKNOWN;
 		if (b == vec->bstart || state != UNIONFS_PERM_UNIFORM)
 			continue;

@@ -102,32 +102,169 @@ static int unionfs_has_whiteout(struct unionfs_btable *bt, int bindex,
 	return ret;
 }
 
+/*
+ * Whiteout knowledge. A name absent from a lower directory costs a second
+ * lookup there, of ".wh.NAME" (two negative lower dentries per branch where
+ * overlayfs, whose whiteouts sit under the name itself, makes one). A lower
+ * directory read in full and found to hold no ".wh." entry needs no such
+ * probe while it is unchanged: the union directory's vector remembers, per
+ * branch, the lower directory's ctime then (any entry created, removed or
+ * renamed in it changes that, ours and direct ones alike; a ctime too recent
+ * to tell two changes apart is not trusted) and whether it was clean. It is
+ * learnt by a merged readdir (readdir.c) and, on read-only branches, by
+ * reading the directory at the first miss there (at most
+ * UNIONFS_NOWH_SCAN_MAX entries; a directory that holds whiteouts or more
+ * entries is remembered as such and not read again while unchanged).
+ */
+#define UNIONFS_NOWH_SCAN_MAX	4096
+
+u64 unionfs_nowh_stamp(struct inode *ldir, bool clean)
+{
+	return ((u64)unionfs_ctime_ns(ldir) << 1) | clean;
+}
+
+/* @dir's vector if it is built on @bt and holds @ldir at @b (RCU held). */
+static struct unionfs_ivec *unionfs_nowh_vec(struct inode *dir,
+					     struct unionfs_btable *bt, int b,
+					     struct inode *ldir)
+{
+	struct unionfs_ivec *vec = rcu_dereference(UNIONFS_I(dir)->vec);
+
+	if (!vec || vec->bt != bt || vec->nbr != bt->nbr || b >= vec->nbr ||
+	    READ_ONCE(vec->lower[b]) != ldir)
+		return NULL;
+	return vec;
+}
+
+/* What @dir's vector knows about @ldir (branch @b): a stamp, or 0. */
+static u64 unionfs_nowh_get(struct inode *dir, struct unionfs_btable *bt,
+			    int b, struct inode *ldir)
+{
+	struct unionfs_ivec *vec;
+	u64 *nowh, v = 0;
+
+	rcu_read_lock();
+	vec = unionfs_nowh_vec(dir, bt, b, ldir);
+	/* pairs with the cmpxchg() publishing the zeroed array */
+	nowh = vec ? smp_load_acquire(&vec->nowh) : NULL;
+	if (nowh)
+		v = READ_ONCE(nowh[b]);
+	rcu_read_unlock();
+	return v;
+}
+
+/*
+ * Remember @stamp for branch @b of the union directory @dir, if @ldir is
+ * still that branch's directory: unionfs_nowh_stamp() of @ldir taken,
+ * before @ldir was read in full, at a time its ctime was not recent
+ * (unionfs_ctime_recent()), and still its stamp now. 0: nothing learnt.
+ */
+void unionfs_nowh_record(struct inode *dir, struct unionfs_btable *bt, int b,
+			 struct inode *ldir, u64 stamp)
+{
+	struct unionfs_ivec *vec;
+	u64 *nowh, *fresh = NULL;
+
+	if (!stamp || unionfs_nowh_stamp(ldir, stamp & 1) != stamp)
+		return;
+again:
+	rcu_read_lock();
+	vec = unionfs_nowh_vec(dir, bt, b, ldir);
+	if (!vec)
+		goto out;
+	/* pairs with the cmpxchg() below (another recorder's) */
+	nowh = smp_load_acquire(&vec->nowh);
+	if (!nowh) {
+		if (!fresh) {
+			rcu_read_unlock();
+			fresh = kcalloc(bt->nbr, sizeof(*fresh), GFP_KERNEL);
+			if (!fresh)
+				return;
+			goto again;
+		}
+		nowh = cmpxchg(&vec->nowh, NULL, fresh);
+		if (!nowh) {
+			nowh = fresh;
+			fresh = NULL;
+		}
+	}
+	WRITE_ONCE(nowh[b], stamp);
+out:
+	rcu_read_unlock();
+	kfree(fresh);
+}
+
+struct unionfs_nowh_ctx {
+	struct dir_context ctx;
+	int n;
+	bool wh;
+};
+
+static bool unionfs_nowh_actor(struct dir_context *ctx, const char *name,
+			       int len, loff_t pos, u64 ino, unsigned int type)
+{
+	struct unionfs_nowh_ctx *s = container_of(ctx, struct unionfs_nowh_ctx,
+						  ctx);
+
+	if (unionfs_is_whname(name, len) || ++s->n > UNIONFS_NOWH_SCAN_MAX) {
+		s->wh = true;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * May the ".wh.NAME" probe in @lparent (branch @b of the union directory
+ * @dir) be skipped? With @learn, an unknown directory of a read-only branch
+ * is read now (->lookup only: no lower directory lock is held then).
+ */
+static bool unionfs_nowh_skip(struct inode *dir, struct unionfs_btable *bt,
+			      int b, struct dentry *lparent, bool learn)
+{
+	struct unionfs_nowh_ctx s = { .ctx.actor = unionfs_nowh_actor };
+	struct inode *ldir = d_inode(lparent);
+	u64 stamp = unionfs_nowh_stamp(ldir, true);
+	u64 v = unionfs_nowh_get(dir, bt, b, ldir);
+
+	if (v == stamp)
+		return true;
+	if (!learn || v == (stamp & ~1ULL) || unionfs_branch_writable(bt, b) ||
+	    unionfs_ctime_recent(ldir))
+		return false;
+	if (unionfs_do_scan(bt, b, lparent, &s.ctx))
+		return false;
+	unionfs_nowh_record(dir, bt, b, ldir, stamp & ~(u64)s.wh);
+	return !s.wh && unionfs_nowh_stamp(ldir, true) == stamp;
+}
+
 /* Out of line: the copy of the parent's name is kept off the lookup stack. */
 static noinline void unionfs_trace_lookup(struct super_block *sb,
 					  struct dentry *parent,
 					  const struct qstr *name,
 					  struct unionfs_dentry_info *ud,
 					  int pstart, int pend, int probed,
-					  int err, u64 ns)
+					  int whskip, int err, u64 ns)
 {
 	unionfs_trace_dname(unionfs_lookup, sb, parent, name, pstart, pend,
-			    probed, ud->bstart, ud->bend, ud->bopaque, ud->bwh,
-			    err, ns);
+			    probed, whskip, ud, err, ns);
 }
 
 /*
  * Fill @ud with the lower dentries of @name below @parent, starting at
  * branch @from. @ud must be built against the same branch table as the
- * parent's info. Runs with the mounter's credentials. Returns 0 or -errno.
+ * parent's info. Runs with the mounter's credentials. @learn: may read
+ * lower directories to learn their whiteout knowledge (no lower directory
+ * lock held). Returns 0 or -errno.
  */
 int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
-			    struct unionfs_dentry_info *ud, int from)
+			    struct unionfs_dentry_info *ud, int from,
+			    bool learn)
 {
 	struct unionfs_dentry_info *pud = READ_ONCE(parent->d_fsdata);
 	struct super_block *sb = parent->d_sb;
 	struct unionfs_btable *bt = ud->bt;
 	u64 t0 = trace_unionfs_lookup_enabled() ? ktime_get_ns() : 0;
-	int pstart, pend, b, err = 0, probed = 0;
+	int pstart, pend, b, err = 0, probed = 0, whskip = 0;
 	char *whname = NULL;
 
 	if (!pud || pud->bt != bt)
@@ -193,6 +330,11 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 			continue;
 		}
 		dput(ld);
+		if (unionfs_nowh_skip(d_inode(parent), bt, b, lparent, learn)) {
+			whskip++;
+			dput(lparent);
+			continue;
+		}
 		if (!whname) {
 			whname = unionfs_whname(name);
 			if (!whname) {
@@ -216,7 +358,7 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 	kfree(whname);
 	if (trace_unionfs_lookup_enabled())
 		unionfs_trace_lookup(sb, parent, name, ud, pstart, pend, probed,
-				     err, t0 ? ktime_get_ns() - t0 : 0);
+				     whskip, err, t0 ? ktime_get_ns() - t0 : 0);
 	return err;
 }
 
@@ -240,7 +382,7 @@ bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 	if (!ud)
 		return true;
 	old = unionfs_override_creds(parent->d_sb);
-	err = unionfs_lookup_branches(parent, name, ud, from);
+	err = unionfs_lookup_branches(parent, name, ud, from, false);
 	revert_creds(old);
 	ret = err || ud->bstart >= 0;
 	unionfs_free_dinfo(ud);
@@ -313,7 +455,8 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	ud->nseq = atomic_long_read(&UNIONFS_SB(sb)->nseq);
 	ud->psnap = unionfs_dir_snap(dir);
 	old = unionfs_override_creds(sb);
-	err = unionfs_lookup_branches(dentry->d_parent, &dentry->d_name, ud, 0);
+	err = unionfs_lookup_branches(dentry->d_parent, &dentry->d_name, ud,
+				      0, true);
 	revert_creds(old);
 	if (err) {
 		unionfs_free_dinfo(ud);

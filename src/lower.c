@@ -234,3 +234,27 @@ struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 	unionfs_trace_op(bt->sb, "open", bindex, d, PTR_ERR_OR_ZERO(f));
 	return f;
 }
+
+/*
+ * Read the lower directory @d in full for the union's own purposes (the
+ * whiteout knowledge, lookup.c): not an access of a user's, so no atime
+ * update, and no fault site (injected "open" faults stay with the opens
+ * users asked for). Traced as "scan".
+ */
+int unionfs_do_scan(struct unionfs_btable *bt, int bindex, struct dentry *d,
+		    struct dir_context *ctx)
+{
+	struct path path = { .mnt = unionfs_mnt(bt, bindex), .dentry = d };
+	struct file *f;
+	int err;
+
+	f = dentry_open(&path, O_RDONLY | O_DIRECTORY | O_LARGEFILE,
+			current_cred());
+	err = PTR_ERR_OR_ZERO(f);
+	if (!err) {
+		f->f_flags |= O_NOATIME;
+		err = iterate_dir(f, ctx);
+		fput(f);
+	}
+	return unionfs_trace_op(bt->sb, "scan", bindex, d, err);
+}

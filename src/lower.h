@@ -41,5 +41,7 @@ int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
 struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 			     struct dentry *d, int flags,
 			     const struct cred *cred);
+int unionfs_do_scan(struct unionfs_btable *bt, int bindex, struct dentry *d,
+		    struct dir_context *ctx);
 
 #endif /* _UNIONFS_LOWER_H */

@@ -53,6 +53,7 @@ struct unionfs_rdctx {
 	int bindex;
 	unsigned int fsidx;
 	int err;
+	bool whseen;		/* a ".wh." entry in this branch */
 };
 
 void unionfs_rdcache_put(struct unionfs_rdcache *rdc)
@@ -133,6 +134,7 @@ static bool unionfs_rd_actor(struct dir_context *ctx, const char *name,
 	if (is_dot_dotdot(name, len))
 		return true;
 	if (unionfs_is_whname(name, len)) {
+		rd->whseen = true;
 		name += UNIONFS_WHLEN;
 		len -= UNIONFS_WHLEN;
 		/* the opaque marker and our temporaries hide nothing */
@@ -206,7 +208,9 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 	old = unionfs_override_creds(sb);
 	for (b = bstart; b >= 0 && b <= bend; b++) {
 		struct dentry *ld = unionfs_lower_dentry_get(dentry, b);
+		struct inode *ldir;
 		struct file *f;
+		u64 stamp;
 
 		if (!ld)
 			continue;
@@ -214,6 +218,10 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 			dput(ld);
 			continue;
 		}
+		ldir = d_inode(ld);
+		/* whiteout knowledge (lookup.c): only from an old enough ctime */
+		stamp = unionfs_ctime_recent(ldir) ? 0 :
+			unionfs_nowh_stamp(ldir, true);
 		err = UNIONFS_FAULT("readdir");
 		f = err ? ERR_PTR(err) :
 		    unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
@@ -226,11 +234,15 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 		rd.bindex = b;
 		rd.fsidx = unionfs_br(bt, b)->fsidx;
 		rd.ctx.pos = 0;
+		rd.whseen = false;
 		err = iterate_dir(f, &rd.ctx);
-		fput(f);
 		nread++;
 		if (!err)
 			err = rd.err;
+		if (!err && stamp)
+			unionfs_nowh_record(d_inode(dentry), bt, b, ldir,
+					    stamp & ~(u64)rd.whseen);
+		fput(f);
 		if (err)
 			break;
 	}

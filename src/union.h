@@ -26,6 +26,7 @@
 #include <linux/jump_label.h>
 #include <linux/refcount.h>
 #include <linux/workqueue.h>
+#include <linux/timekeeping.h>
 
 #define UNIONFS_SUPER_MAGIC	0xf15f083d
 #define UNIONFS_MAX_BRANCHES	128
@@ -160,6 +161,13 @@ struct unionfs_ivec {
 	unsigned int perm_gen;		/* the union inode's attr_gen then */
 	long perm_nseq;			/* sbi->nseq then */
 	u64 perm_snap;			/* lower ctimes then */
+	/*
+	 * Whiteout knowledge of a directory (lookup.c), per branch: the
+	 * lower directory's ctime when it was read in full, shifted left by
+	 * one, | 1 if it held no ".wh." entry. 0: not known. NULL until
+	 * something is learnt.
+	 */
+	u64 *nowh;
 	struct inode *lower[];
 };
 
@@ -271,6 +279,28 @@ static inline bool unionfs_is_whname(const char *name, int len)
 						 UNIONFS_WHLEN);
 }
 
+/* @l's ctime in ns (unlocked read: a torn value only fails to match). */
+static inline s64 unionfs_ctime_ns(const struct inode *l)
+{
+	return READ_ONCE(l->i_ctime.tv_sec) * NSEC_PER_SEC +
+	       READ_ONCE(l->i_ctime.tv_nsec);
+}
+
+/*
+ * Is @l's ctime too recent to stand for "unchanged since"? Two changes
+ * within one timestamp granule (a clock tick, or the branch fs's own
+ * granularity, 1 s or 2 s on some) would look like one. A ctime in the
+ * future (clock set back) is never trusted either.
+ */
+static inline bool unionfs_ctime_recent(const struct inode *l)
+{
+	struct timespec64 now;
+
+	ktime_get_coarse_real_ts64(&now);
+	return timespec64_to_ns(&now) - unionfs_ctime_ns(l) <
+	       4 * (s64)TICK_NSEC + l->i_sb->s_time_gran;
+}
+
 /* Read the lower dentry of @bindex and take a reference, or NULL. */
 struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex);
 /* The winning lower dentry, referenced; *bindex gets its branch. */
@@ -298,7 +328,11 @@ void unionfs_free_dinfo(struct unionfs_dentry_info *ud);
 struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 			      unsigned int flags);
 int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
-			    struct unionfs_dentry_info *ud, int from);
+			    struct unionfs_dentry_info *ud, int from,
+			    bool learn);
+u64 unionfs_nowh_stamp(struct inode *ldir, bool clean);
+void unionfs_nowh_record(struct inode *dir, struct unionfs_btable *bt, int b,
+			 struct inode *ldir, u64 stamp);
 struct inode *unionfs_iget(struct super_block *sb,
 			   struct unionfs_dentry_info *ud);
 int unionfs_is_opaque_dir(struct dentry *lower_dir);

@@ -16,12 +16,14 @@
 #include <linux/fs.h>
 #include <linux/dcache.h>
 
+#include "../src/union.h"	/* struct unionfs_dentry_info */
+
 TRACE_EVENT(unionfs_lookup,
 	TP_PROTO(struct super_block *sb, const char *parent,
 		 const struct qstr *name, int first, int last, int probed,
-		 int bstart, int bend, int bopaque, int bwh, int err, u64 ns),
-	TP_ARGS(sb, parent, name, first, last, probed, bstart, bend, bopaque,
-		bwh, err, ns),
+		 int whskip, const struct unionfs_dentry_info *ud, int err,
+		 u64 ns),
+	TP_ARGS(sb, parent, name, first, last, probed, whskip, ud, err, ns),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
 		__string(parent, parent)
@@ -29,6 +31,7 @@ TRACE_EVENT(unionfs_lookup,
 		__field(int, first)
 		__field(int, last)
 		__field(int, probed)
+		__field(int, whskip)
 		__field(int, bstart)
 		__field(int, bend)
 		__field(int, bopaque)
@@ -39,23 +42,24 @@ TRACE_EVENT(unionfs_lookup,
 	),
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
-		__entry->result = err ? 2 : (bstart >= 0 ? 0 : 1);
+		__entry->result = err ? 2 : (ud->bstart >= 0 ? 0 : 1);
 		__assign_str(parent, parent);
 		__assign_str(name, name->name);
 		__entry->first = first;
 		__entry->last = last;
 		__entry->probed = probed;
-		__entry->bstart = bstart;
-		__entry->bend = bend;
-		__entry->bopaque = bopaque;
-		__entry->bwh = bwh;
+		__entry->whskip = whskip;
+		__entry->bstart = ud->bstart;
+		__entry->bend = ud->bend;
+		__entry->bopaque = ud->bopaque;
+		__entry->bwh = ud->bwh;
 		__entry->err = err;
 		__entry->ns = ns;
 	),
-	TP_printk("dev %d:%d %s/%s branches %d..%d probed %d -> %s bstart %d bend %d opaque %d whiteout %d err %d ns %llu",
+	TP_printk("dev %d:%d %s/%s branches %d..%d probed %d whskip %d -> %s bstart %d bend %d opaque %d whiteout %d err %d ns %llu",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(parent),
 		  __get_str(name), __entry->first, __entry->last,
-		  __entry->probed,
+		  __entry->probed, __entry->whskip,
 		  __print_symbolic(__entry->result, { 0, "positive" },
 				   { 1, "negative" }, { 2, "error" }),
 		  __entry->bstart, __entry->bend, __entry->bopaque,

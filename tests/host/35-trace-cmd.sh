@@ -19,7 +19,7 @@ done
 chk() {	# chk DESC REGEX
 	if grep -qE -- "$2" <<< "$rep"; then ok "host report: $1"; else not_ok "host report: $1" "no line matching: $2"; fi
 }
-chk "lookup fields (branches, probed, winner)" ' unionfs_lookup: +dev [0-9]+:[0-9]+ //file branches 0\.\.1 probed 2 -> positive bstart 1 bend 1 opaque -1 whiteout -1 err 0 ns [0-9]+$'
+chk "lookup fields (branches, probed, winner)" ' unionfs_lookup: +dev [0-9]+:[0-9]+ //file branches 0\.\.1 probed 2 whskip [01] -> positive bstart 1 bend 1 opaque -1 whiteout -1 err 0 ns [0-9]+$'
 chk "copy-up 1 -> 0, write-open, 6 bytes" ' unionfs_copyup_end: +dev [0-9]+:[0-9]+ name file ino [0-9]+ branch 1 -> 0 size 6 copied 6 reason write-open err 0 ns [1-9][0-9]*$'
 chk "whiteout .wh.a in branch 0, unlink" ' unionfs_whiteout_create: +dev [0-9]+:[0-9]+ parent dir name \.wh\.a branch 0 reason unlink err 0$'
 chk "opaque mark, mkdir-over-whiteout" ' unionfs_opaque_mark: +dev [0-9]+:[0-9]+ parent gone name \.wh\.__dir_opaque branch 0 reason mkdir-over-whiteout err 0$'
