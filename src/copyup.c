@@ -42,7 +42,7 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 			     loff_t *copied)
 {
 	bool skip_holes = in->f_mode & FMODE_LSEEK;
-	loff_t pos = 0;
+	loff_t pos = 0, data_end = 0;
 	int err = 0;
 
 	while (pos < size) {
@@ -52,7 +52,12 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		if (skip_holes) {
+		/*
+		 * Holes are kept: where the next data extent starts and ends
+		 * is asked once per extent (asking per chunk walked a dense
+		 * tmpfs file's page cache to its end every time: quadratic).
+		 */
+		if (skip_holes && pos >= data_end) {
 			loff_t data = vfs_llseek(in, pos, SEEK_DATA);
 
 			if (data == -ENXIO)
@@ -65,10 +70,11 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 			} else {
 				loff_t hole = vfs_llseek(in, pos, SEEK_HOLE);
 
-				if (hole > pos)
-					chunk = min(chunk, hole - pos);
+				data_end = hole > pos ? hole : size;
 			}
 		}
+		if (skip_holes)
+			chunk = min(chunk, data_end - pos);
 		err = UNIONFS_FAULT("copyup_data");
 		if (err)
 			return err;
