@@ -114,7 +114,9 @@ static int unionfs_has_whiteout(struct unionfs_btable *bt, int bindex,
  * learnt by a merged readdir (readdir.c) and, on read-only branches, by
  * reading the directory at the first miss there (at most
  * UNIONFS_NOWH_SCAN_MAX entries; a directory that holds whiteouts or more
- * entries is remembered as such and not read again while unchanged).
+ * entries is remembered as such and not read again while unchanged). The
+ * last branch of a lookup's range is never probed: a whiteout there would
+ * hide nothing.
  */
 #define UNIONFS_NOWH_SCAN_MAX	4096
 
@@ -330,7 +332,13 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 			continue;
 		}
 		dput(ld);
-		if (unionfs_nowh_skip(d_inode(parent), bt, b, lparent, learn)) {
+		/*
+		 * A whiteout in the last branch of the range hides nothing:
+		 * the name is negative either way (a stale ".wh.NAME" there
+		 * stays; the union ignores a whiteout next to its name).
+		 */
+		if (b == pend ||
+		    unionfs_nowh_skip(d_inode(parent), bt, b, lparent, learn)) {
 			whskip++;
 			dput(lparent);
 			continue;

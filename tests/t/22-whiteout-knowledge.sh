@@ -42,13 +42,14 @@ for fs in tmpfs ext4; do
 	for n in x y z u; do echo "$n" > "$B2/k/$n"; done
 	mkdir -p "$B1/w" "$B2/w"; touch "$B1/w/.wh.hid"; echo h > "$B2/w/hid"; echo v > "$B2/w/vis"
 	mkdir -p "$B0/r" "$B1/r"; echo f > "$B1/r/f"
+	mkdir -p "$B0/top"; touch "$B0/top/.wh.s"	# a stale whiteout where nothing is below
 	sleep 0.2	# every branch dir's ctime out of the knowledge's trust window
 	check "$fs: mount b0 (rw) : b1 (ro) : b2 (ro)" \
 		mount -i -t unionfs -o "dirs=$B0:$B1=ro:$B2=ro" none "$M" || continue
 
 	# learnt by the lookup itself on read-only branches
 	is "$fs: k/x: b1/k read, no whiteout: its .wh.x probe skipped" "$(lk "$M/k/x")" "probed 2 whskip 1 positive"
-	is "$fs: k/nothere: skipped in b1 (known) and b2 (learnt now)" "$(lk "$M/k/nothere")" "probed 2 whskip 2 negative"
+	is "$fs: k/nothere: skipped in b1 (known) and b2 (last branch: nothing to hide)" "$(lk "$M/k/nothere")" "probed 2 whskip 2 negative"
 	is "$fs: w/vis: b1/w holds a whiteout: probed there" "$(lk "$M/w/vis")" "probed 2 whskip 0 positive"
 	check "$fs: w/hid still whited out by b1" gone "$M/w/hid"
 
@@ -77,10 +78,16 @@ for fs in tmpfs ext4; do
 	check "$fs: k/z still not visible after dentries were dropped" gone "$M/k/z"
 
 	# learnt by a merged readdir on the read-write branch
-	is "$fs: r/g: b0 is rw (not read by lookups): probed; b1 learnt" "$(lk "$M/r/g")" "probed 2 whskip 1 negative"
+	is "$fs: r/g: b0 is rw (not read by lookups): probed; b1 last" "$(lk "$M/r/g")" "probed 2 whskip 1 negative"
 	ls -A "$M/r" > /dev/null
 	is "$fs: r/h after a readdir of r: b0/r known clean too" "$(lk "$M/r/h")" "probed 2 whskip 2 negative"
 	check "$fs: r/f visible" test -e "$M/r/f"
+
+	# the last branch of a range is not probed: a whiteout there hides nothing
+	is "$fs: top/s: b0 is top's last branch: not probed" "$(lk "$M/top/s")" "probed 1 whskip 1 negative"
+	check "$fs: mkdir top/s next to the stale .wh.s" mkdir "$M/top/s"
+	check "$fs: top/s is a directory" test -d "$M/top/s"
+	check "$fs: top/s listed" bash -c "ls -A '$M/top' | grep -qx s"
 	check "$fs: umount" umount "$M"
 done
 finish
