@@ -3,7 +3,8 @@
 # bench/profile). For each CASE it builds the data on tmpfs, mounts unionfs (and overlayfs for
 # the same case, for comparison), runs the timed loop under `perf record -a -g` and writes
 # build/bench/profile/CASE-PEER.txt (perf report --no-children, top symbols) plus the loop time.
-# CASEs: w1-cold w1-warm w2-hit-N w2-miss-N w2-warm-N (N branches) w3-cold-SIZE w3-warm-SIZE
+# CASEs: w1-cold w1-warm w2-hit-N w2-miss-N w2-warm-N (N branches) w3-cold-SIZE w3-warm-SIZE w6
+# w7-untar w7-rm (tar -xf / rm -rf of build/bench/src-kernel-mm.tar's tree, 2 tmpfs branches)
 set -uo pipefail
 export LC_ALL=C
 . bench/guest-lib.sh
@@ -74,6 +75,20 @@ for c; do
 			prof $c-$peer $BH churn $B/m/churn 400 1200 1
 			umount $B/m
 		done ;;
+	w7-untar|w7-rm)
+		cp $D/src-kernel-mm.tar $B/src.tar
+		for peer in unionfs overlayfs; do
+			rm -rf $B/t; mkdir -p $B/t/b0 $B/t/b1
+			mnt $peer $B/t/b0 $B/t/b1
+			if [[ $c == w7-untar ]]; then
+				prof $c-$peer bash -c "TIMEFORMAT=%R; { time tar -xf $B/src.tar -C $B/m; } 2>&1"
+			else
+				tar -xf $B/src.tar -C $B/m
+				prof $c-$peer bash -c "TIMEFORMAT=%R; { time rm -rf $B/m/linux-source-6.1; } 2>&1"
+			fi
+			umount $B/m
+		done
+		rm -f $B/src.tar ;;
 	w3-*)
 		size=${c##*-}
 		mkdir -p $B/t/b0/dir $B/t/b1/dir

@@ -3,7 +3,7 @@
 # warm W2 stat walk goes through unionfs with N branches (all holding the directory skeleton of
 # build/bench/tree2.list, 1000 files in the lowest): a bpftrace count of d_revalidate results,
 # of permission() calls with and without MAY_NOT_BLOCK (0x80: RCU walk) and of lookups, then
-# warm pass times for coherency=reval and coherency=notify, by absolute path (the walk crosses
+# warm pass times for coherency=none, reval and notify, by absolute path (the walk crosses
 # the guest's 9p root: ref-walk) and relative to the union root (RCU walk).
 # Needs the data and bhelper of bench/run. Sample output (N=128, TCG, 2026-12-03):
 #   @mask[0]: 3424        (every permission() call in ref-walk: absolute paths)
@@ -18,7 +18,7 @@ awk '(NR - 1) % 5 == 0' $D/tree2.list > $B/w2.list
 w2_branches $B/t "$n" $B/w2.list
 ul=; for l in "${LOWS[@]}"; do ul+=":$l=ro"; done
 mkdir -p $B/m
-for coh in reval notify; do
+for coh in none reval notify; do
 	mount -i -t unionfs -o "dirs=$B/t/b0=rw$ul,coherency=$coh" none $B/m
 	$BH stat $B/m $B/w2.list > /dev/null; sleep 0.1
 	if [[ $coh == reval ]]; then
