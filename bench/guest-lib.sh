@@ -27,10 +27,10 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print (NR 
 # build/bench/tree2.list, the files of LIST (relative names) in the lowest one. Sets LOWS to
 # the branches below b0 (for the mount's lower layers).
 w2_branches() {
-	local d=$1 n=$2 list=$3 i
+	local d=$1 n=$2 list=$3 i tl=$PWD/build/bench/tree2.list	# (not $PWD after the cd below)
 	LOWS=()
 	for ((i = 0; i < n; i++)); do
-		mkdir -p "$d/b$i"; (cd "$d/b$i" && sed 's|/[^/]*$||' "$PWD/build/bench/tree2.list" | sort -u | xargs mkdir -p)
+		mkdir -p "$d/b$i"; (cd "$d/b$i" && sed 's|/[^/]*$||' "$tl" | sort -u | xargs mkdir -p)
 		((i)) && LOWS+=("$d/b$i")
 	done
 	(cd "$d/b$((n - 1))" && xargs touch < "$list")

@@ -162,10 +162,10 @@ w2() {
 				drop
 				mount_peer $peer $d/m $d/b0 $d/work "${lows[@]}" ||
 					{ na w2 $fs $peer "hit-cold/$n" "mount failed"; break; }
-				out=$($BH stat $m $list) && row w2 $fs $peer "hit-cold/$n" $r "${out%% *}"
-				out=$($BH stat $m $list) && row w2 $fs $peer "hit-warm/$n" $r "${out%% *}"
-				out=$($BH stat $m $list .missing) && row w2 $fs $peer "miss-cold/$n" $r "${out%% *}"
-				out=$($BH stat $m $list .missing) && row w2 $fs $peer "miss-warm/$n" $r "${out%% *}"
+				out=$($BH stat $m $list) && row w2 $fs $peer "hit-cold/$n" $r "${out%% *}" "" "found/missing ${out#* }"
+				out=$($BH stat $m $list) && row w2 $fs $peer "hit-warm/$n" $r "${out%% *}" "" "found/missing ${out#* }"
+				out=$($BH stat $m $list .missing) && row w2 $fs $peer "miss-cold/$n" $r "${out%% *}" "" "found/missing ${out#* }"
+				out=$($BH stat $m $list .missing) && row w2 $fs $peer "miss-warm/$n" $r "${out%% *}" "" "found/missing ${out#* }"
 				umount_peer $peer $d/m
 			done
 		done

@@ -32,6 +32,10 @@ prof() {	# prof NAME CMD...: perf around CMD, report to $P/NAME.txt
 		echo "# $name: $* -> $(cat $B/out.txt)"
 		perf report -i $B/perf.data --no-children --stdio --percent-limit 0.7 -g none \
 			--sort sym 2>/dev/null | grep -v '^$' | head -n 60
+		# perf files the module's symbols under [kernel.kallsyms]: sum them by name instead
+		perf report -i $B/perf.data --no-children --stdio --sort sym -g none 2>/dev/null |
+			awk '$3 ~ /^(unionfs_|ovl_)/ { s[substr($3, 1, index($3, "_"))] += $1 }
+			     END { for (k in s) printf "# self time in %s* functions: %.2f%%\n", k, s[k] }'
 		echo "# callers of the top unionfs symbols"
 		perf report -i $B/perf.data --no-children --stdio --percent-limit 3 -g caller,0.5,callee \
 			--sort sym 2>/dev/null | grep -v '^$' | head -n 120
