@@ -4,7 +4,7 @@
 # the same case, for comparison), runs the timed loop under `perf record -a -g` and writes
 # build/bench/profile/CASE-PEER.txt (perf report --no-children, top symbols) plus the loop time.
 # CASEs: w1-cold w1-warm w2-hit-N w2-miss-N w2-warm-N (N branches) w3-cold-SIZE w3-warm-SIZE w6
-# w7-untar w7-rm (tar -xf / rm -rf of build/bench/src-kernel-mm.tar's tree, 2 tmpfs branches)
+# w5-chmod (chmod -R over 2000 lower files), w7-untar w7-rm (tar -xf / rm -rf of build/bench/src-kernel-mm.tar's tree, 2 tmpfs branches)
 set -uo pipefail
 export LC_ALL=C
 . bench/guest-lib.sh
@@ -77,6 +77,16 @@ for c; do
 			rm -rf $B/t; mkdir -p $B/t/b0/churn $B/t/b1/churn
 			mnt $peer $B/t/b0 $B/t/b1
 			prof $c-$peer $BH churn $B/m/churn 400 1200 1
+			umount $B/m
+		done ;;
+	w5-chmod)	# chmod -R g+w over 2000 lower files in 100 dirs: a metadata copy-up each
+		mkdir -p $B/t/b1/meta
+		(cd $B/t/b1/meta && seq -f 'd%g' 0 99 | xargs mkdir &&
+			for ((i = 0; i < 100; i++)); do (cd d$i && seq -f 'f%g' 1 20 | xargs touch); done)
+		for peer in unionfs overlayfs; do
+			rm -rf $B/t/b0; mkdir -p $B/t/b0
+			drop; mnt $peer $B/t/b0 $B/t/b1
+			prof $c-$peer bash -c "TIMEFORMAT=%R; { time chmod -R g+w $B/m/meta; } 2>&1"
 			umount $B/m
 		done ;;
 	w7-untar|w7-rm)

@@ -725,7 +725,8 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
  * whiteout is created before the removal, so that the union never shows
  * the lower object in between.
  */
-static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
+static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir,
+			  bool checked)
 {
 	struct super_block *sb = dir->i_sb;
 	struct unionfs_btable *bt = unionfs_dbt(dentry);
@@ -740,6 +741,16 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 	unionfs_get_range(dentry, &b, &bend);
 	if (b < 0 || unionfs_dbt(parent) != bt)
 		return -ESTALE;
+	/* a directory not known empty yet, no longer in one writable branch */
+	if (isdir && !checked &&
+	    (bend != b || !unionfs_branch_writable(bt, b))) {
+		int has_wh;
+
+		err = unionfs_check_empty(dentry, &has_wh);
+		if (err)
+			return err;
+		checked = true;
+	}
 	need_wh = bend > b || unionfs_lower_has_name(parent, &dentry->d_name,
 						      b + 1);
 
@@ -761,7 +772,7 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 		goto out_dput;
 	if (isdir) {
 		old = unionfs_override_creds(sb);
-		err = unionfs_clean_whiteouts(bt, b, ld);
+		err = unionfs_clean_whiteouts(bt, b, ld, !checked);
 		revert_creds(old);
 		if (err)
 			goto out_drop;
@@ -825,17 +836,26 @@ out_attr:
 
 static int unionfs_unlink(struct inode *dir, struct dentry *dentry)
 {
-	return unionfs_remove(dir, dentry, false);
+	return unionfs_remove(dir, dentry, false, true);
 }
 
 static int unionfs_rmdir(struct inode *dir, struct dentry *dentry)
 {
-	int err, has_wh;
+	int err, has_wh, b, bend;
 
+	/*
+	 * A directory held by one writable branch only: its emptiness is
+	 * checked by the read that clears its whiteouts (unionfs_remove()),
+	 * not by a merged readdir first.
+	 */
+	unionfs_get_range(dentry, &b, &bend);
+	if (b >= 0 && b == bend &&
+	    unionfs_branch_writable(unionfs_dbt(dentry), b))
+		return unionfs_remove(dir, dentry, true, false);
 	err = unionfs_check_empty(dentry, &has_wh);
 	if (err)
 		return err;
-	return unionfs_remove(dir, dentry, true);
+	return unionfs_remove(dir, dentry, true, true);
 }
 
 static int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)

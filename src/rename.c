@@ -128,14 +128,14 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	cred = unionfs_override_creds(sb);
 	if (isdir) {
 		/* logically empty (or wholly ours): mark opaque before moving */
-		err = unionfs_clean_whiteouts(bt, t, lold);
+		err = unionfs_clean_whiteouts(bt, t, lold, false);
 		if (!err && d_really_is_positive(new_dentry)) {
 			struct dentry *ln = unionfs_lower_dentry_get(new_dentry,
 								     t);
 			if (ln) {
 				if (d_is_dir(ln))
 					err = unionfs_clean_whiteouts(bt, t,
-								      ln);
+								      ln, false);
 				dput(ln);
 			}
 		}

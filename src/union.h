@@ -427,7 +427,7 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *lower_dir, const char *reason);
 int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
-			    struct dentry *lower_dir);
+			    struct dentry *lower_dir, bool must_be_empty);
 char *unionfs_whname(const struct qstr *name);
 
 /* rename.c */

@@ -132,6 +132,8 @@ struct unionfs_whlist {
 	struct dir_context ctx;
 	struct list_head names;
 	int err;
+	bool must_be_empty;	/* any other entry: -ENOTEMPTY */
+	bool nonempty;		/* ... and one was seen */
 };
 
 struct unionfs_whname_ent {
@@ -147,8 +149,13 @@ static bool unionfs_collect_wh(struct dir_context *ctx, const char *name,
 						 ctx);
 	struct unionfs_whname_ent *e;
 
-	if (!unionfs_is_whname(name, len))
+	if (!unionfs_is_whname(name, len)) {
+		if (wl->must_be_empty && !is_dot_dotdot(name, len)) {
+			wl->nonempty = true;
+			return false;
+		}
 		return true;
+	}
 	e = kmalloc(struct_size(e, name, len + 1), GFP_KERNEL);
 	if (!e) {
 		wl->err = -ENOMEM;
@@ -163,15 +170,19 @@ static bool unionfs_collect_wh(struct dir_context *ctx, const char *name,
 
 /*
  * Remove every ".wh.*" entry (whiteouts, the opaque marker, stale
- * temporaries) from @ldir, which must be logically empty. Caller has write
- * access and overrides creds.
+ * temporaries) from @ldir, which must be logically empty. With
+ * @must_be_empty, any other entry fails it with -ENOTEMPTY and nothing is
+ * removed (the emptiness check of a directory that exists in this branch
+ * only, done in the same read). Caller has write access and overrides
+ * creds.
  */
 int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
-			    struct dentry *ldir)
+			    struct dentry *ldir, bool must_be_empty)
 {
 	struct unionfs_whlist wl = {
 		.ctx.actor = unionfs_collect_wh,
 		.names = LIST_HEAD_INIT(wl.names),
+		.must_be_empty = must_be_empty,
 	};
 	struct unionfs_whname_ent *e, *tmp;
 	struct file *f;
@@ -185,6 +196,8 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 	fput(f);
 	if (!err)
 		err = wl.err;
+	if (!err && wl.nonempty)
+		err = -ENOTEMPTY;
 
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
 	list_for_each_entry_safe(e, tmp, &wl.names, list) {

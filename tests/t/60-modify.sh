@@ -46,6 +46,18 @@ is "rmdir of a non-empty merged dir" "$($S rmdir "$M/rd")" ENOTEMPTY
 is "rmdir of an empty lower dir" "$($S rmdir "$M/emptyd") $(test -f "$B0/.wh.emptyd" && echo wh)" "OK wh"
 is "rmdir of a dir with only whiteouts" "$($S rmdir "$M/whd")" OK
 is "rmdir'd names gone" "$($S open "$M/emptyd" r) $($S open "$M/whd" r)" "ENOENT ENOENT"
+# rmdir of a directory held by branch 0 only: its emptiness is checked by the read that clears
+# its whiteouts (no merged readdir first)
+mkdir -p "$M/sd/sub"; touch "$M/sd/f"
+is "rmdir of a branch-0-only dir holding a file" "$($S rmdir "$M/sd")" ENOTEMPTY
+is "... nothing removed from it" "$(ls -A "$B0/sd" | LC_ALL=C sort | tr '\n' ' ')" "f sub "
+rm "$M/sd/f"
+is "rmdir of a branch-0-only dir holding a directory" "$($S rmdir "$M/sd")" ENOTEMPTY
+rmdir "$M/sd/sub"
+mkdir -p "$B0/sd2"; touch "$B0/sd2/.wh.stale" "$B0/sd2/.wh.__dir_opaque"	# made in the branch
+is "rmdir of a branch-0-only dir holding only whiteouts" "$($S rmdir "$M/sd2")" OK
+is "... gone from branch 0" "$(test -e "$B0/sd2" && echo there || echo gone)" gone
+is "rmdir of the emptied branch-0-only dir" "$($S rmdir "$M/sd") $(test -e "$B0/sd" && echo there || echo gone)" "OK gone"
 mkdir "$M/emptyd"
 is "mkdir after rmdir: empty and opaque" "$(ls -A "$M/emptyd" | wc -l) $(test -f "$B0/emptyd/.wh.__dir_opaque" && echo opaque)" "0 opaque"
 # write path
