@@ -206,9 +206,7 @@ static u64 unionfs_vec_snap(struct unionfs_ivec *vec)
 		struct inode *l = READ_ONCE(vec->lower[b]);
 
 		if (l)
-			snap += (u64)(b + 1) *
-				(READ_ONCE(l->i_ctime.tv_sec) * NSEC_PER_SEC +
-				 READ_ONCE(l->i_ctime.tv_nsec));
+			snap += (u64)(b + 1) * unionfs_ctime_ns(l);
 	}
 	return snap;
 }
@@ -725,8 +723,7 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
  * whiteout is created before the removal, so that the union never shows
  * the lower object in between.
  */
-static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir,
-			  bool checked)
+static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 {
 	struct super_block *sb = dir->i_sb;
 	struct unionfs_btable *bt = unionfs_dbt(dentry);
@@ -734,16 +731,19 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir,
 	struct inode *inode = d_inode(dentry);
 	struct dentry *ld, *lparent, *cur;
 	const struct cred *old;
-	bool need_wh, made_wh = false;
+	bool need_wh, made_wh = false, checked = false;
 	int b, bend, t, err;
 	const char *why = isdir ? "rmdir" : "unlink";
 
 	unionfs_get_range(dentry, &b, &bend);
 	if (b < 0 || unionfs_dbt(parent) != bt)
 		return -ESTALE;
-	/* a directory not known empty yet, no longer in one writable branch */
-	if (isdir && !checked &&
-	    (bend != b || !unionfs_branch_writable(bt, b))) {
+	/*
+	 * A directory must show no entry. One held by a single writable
+	 * branch is checked by the read that clears its whiteouts below;
+	 * any other by a merged readdir first.
+	 */
+	if (isdir && (bend != b || !unionfs_branch_writable(bt, b))) {
 		int has_wh;
 
 		err = unionfs_check_empty(dentry, &has_wh);
@@ -836,26 +836,12 @@ out_attr:
 
 static int unionfs_unlink(struct inode *dir, struct dentry *dentry)
 {
-	return unionfs_remove(dir, dentry, false, true);
+	return unionfs_remove(dir, dentry, false);
 }
 
 static int unionfs_rmdir(struct inode *dir, struct dentry *dentry)
 {
-	int err, has_wh, b, bend;
-
-	/*
-	 * A directory held by one writable branch only: its emptiness is
-	 * checked by the read that clears its whiteouts (unionfs_remove()),
-	 * not by a merged readdir first.
-	 */
-	unionfs_get_range(dentry, &b, &bend);
-	if (b >= 0 && b == bend &&
-	    unionfs_branch_writable(unionfs_dbt(dentry), b))
-		return unionfs_remove(dir, dentry, true, false);
-	err = unionfs_check_empty(dentry, &has_wh);
-	if (err)
-		return err;
-	return unionfs_remove(dir, dentry, true, true);
+	return unionfs_remove(dir, dentry, true);
 }
 
 static int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
