@@ -8,8 +8,11 @@
  *   unionctl MNT --mode DIR=ro|rw
  *   unionctl MNT --query FILE
  *   unionctl MNT --incgen
+ *   unionctl --help | --version
  *
- * Branch changes are remounts (mount(2) MS_REMOUNT with add=/del=/mode=),
+ * Branch changes are remounts (mount(2) MS_REMOUNT with add=/del=/mode=)
+ * that keep the mount's own flags (nosuid, nodev, noexec, atime, ro: a
+ * plain MS_REMOUNT would clear them),
  * queries and INCGEN are ioctls (uapi/unionfs.h). Exit status: 0 success,
  * 1 the kernel refused (errno printed), 2 usage, 3 MNT is not a union.
  */
@@ -37,16 +40,27 @@ static struct branch branches[UNIONFS_MAX_BRANCHES];
 static int nbranches;
 static const char *prog = "unionctl";
 
-static void usage(void)
+#define UNIONCTL_VERSION "1.1"
+
+static void usage_to(FILE *out, int status)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: %s MNT --list\n"
 		"       %s MNT --add [--before BR|--after BR] DIR[=ro|rw]\n"
 		"       %s MNT --remove DIR\n"
 		"       %s MNT --mode DIR=ro|rw\n"
 		"       %s MNT --query FILE\n"
-		"       %s MNT --incgen\n", prog, prog, prog, prog, prog, prog);
-	exit(2);
+		"       %s MNT --incgen\n"
+		"       %s --help | --version\n"
+		"--add without --before/--after: a rw branch becomes branch 0, a ro\n"
+		"branch goes just below branch 0 (a rw union's branch 0 must be rw).\n",
+		prog, prog, prog, prog, prog, prog, prog);
+	exit(status);
+}
+
+static void usage(void)
+{
+	usage_to(stderr, 2);
 }
 
 /* /proc/mounts escapes ' ', '\t', '\n' and '\\' as octal */
@@ -133,11 +147,31 @@ static int find_branch(const char *dir)
 
 static int remount(const char *mnt, const char *cmd)
 {
-	struct statvfs st;
+	static const struct { unsigned long st, ms; } keep[] = {
+		{ ST_RDONLY, MS_RDONLY },	{ ST_NOSUID, MS_NOSUID },
+		{ ST_NODEV, MS_NODEV },		{ ST_NOEXEC, MS_NOEXEC },
+		{ ST_SYNCHRONOUS, MS_SYNCHRONOUS },
+		{ ST_MANDLOCK, MS_MANDLOCK },	{ ST_NOATIME, MS_NOATIME },
+		{ ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME },
+	};
 	unsigned long flags = MS_REMOUNT;
+	struct statvfs st;
+	size_t i;
 
-	if (statvfs(mnt, &st) == 0 && (st.f_flag & ST_RDONLY))
-		flags |= MS_RDONLY;
+	/*
+	 * MS_REMOUNT sets the mount's flags to exactly those given: keep
+	 * what the mount has now, or a branch change would silently turn a
+	 * nosuid,nodev,noexec union into a suid,dev,exec one.
+	 */
+	if (statvfs(mnt, &st)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, mnt, strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (st.f_flag & keep[i].st)
+			flags |= keep[i].ms;
+	if (!(st.f_flag & (ST_NOATIME | ST_RELATIME)))
+		flags |= MS_STRICTATIME;
 	if (mount("none", mnt, NULL, flags, cmd)) {
 		int e = errno;
 
@@ -210,6 +244,12 @@ int main(int argc, char **argv)
 	char cmd[PATH_MAX * 2 + 16];
 	int i;
 
+	if (argc == 2 && !strcmp(argv[1], "--help"))
+		usage_to(stdout, 0);
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		printf("unionctl %s\n", UNIONCTL_VERSION);
+		return 0;
+	}
 	if (argc < 3)
 		usage();
 	mnt = argv[1];
@@ -268,6 +308,14 @@ int main(int argc, char **argv)
 				before = branches[a + 1].path;
 			else
 				before = "";	/* append */
+		}
+		if (!before && !after && nbranches > 0) {
+			const char *eq = strrchr(dir, '=');
+
+			/* a ro branch cannot be branch 0 of a rw union */
+			if (eq && !strcmp(eq, "=ro") &&
+			    !strcmp(branches[0].mode, "rw"))
+				before = nbranches > 1 ? branches[1].path : "";
 		}
 		if (before && *before && find_branch(before) < 0) {
 			fprintf(stderr, "%s: %s is not a branch of %s\n", prog,

@@ -92,6 +92,21 @@ $U "$M" --remove "$T/nothere" >/dev/null 2>&1; is "unionctl --remove unknown: ex
 $U /tmp --list >/dev/null 2>&1; is "unionctl on a non-union: exit 3" "$?" 3
 $U "$M" --frob >/dev/null 2>&1; is "unionctl usage error: exit 2" "$?" 2
 $U "$M" --mode "$B0=ro" >/dev/null 2>&1; is "unionctl refused mode change: exit 1" "$?" 1
+# unionctl keeps the mount's flags (a bare MS_REMOUNT cleared nosuid,nodev,noexec)
+M2=$T/m2; mkdir -p "$M2" "$T/s0" "$T/s1" "$T/s2"
+mflags() { awk -v m="$M2" '$5 == m { print $6 }' /proc/self/mountinfo | tr ',' '\n' | grep -E '^(nosuid|nodev|noexec|noatime|ro)$' | sort | tr '\n' ' '; }
+check "mount nosuid,nodev,noexec,noatime union" mount -i -t unionfs -o nosuid,nodev,noexec,noatime,dirs="$T/s0=rw:$T/s1=ro" none "$M2"
+is "flags before unionctl" "$(mflags)" "noatime nodev noexec nosuid "
+check "unionctl --add DIR=ro without a position (the syntax usage prints)" $U "$M2" --add "$T/s2=ro"
+is "a ro branch without a position goes just below branch 0" "$($U "$M2" --list | sed 1d | awk '{print $3 "=" $2}' | tr '\n' ' ')" "$T/s0=rw $T/s2=ro $T/s1=ro "
+is "unionctl --add kept nosuid,nodev,noexec,noatime" "$(mflags)" "noatime nodev noexec nosuid "
+check "unionctl --remove" $U "$M2" --remove "$T/s2"
+is "unionctl --remove kept nosuid,nodev,noexec,noatime" "$(mflags)" "noatime nodev noexec nosuid "
+check "unionctl --mode" $U "$M2" --mode "$T/s1=ro"
+is "unionctl --mode kept the flags" "$(mflags)" "noatime nodev noexec nosuid "
+check "umount the nosuid union" umount "$M2"
+out=$($U --help 2>/dev/null); is "unionctl --help: exit 0, usage on stdout" "$?:$(grep -c '^usage:' <<< "$out")" "0:1"
+is "unionctl --version" "$($U --version)" "unionctl 1.1"
 check "umount after branch churn" umount "$M"
 check "rmmod after branch churn" rmmod unionfs
 check "insmod again" insmod src/unionfs.ko
