@@ -11,6 +11,11 @@
 #   make gdb-helpers the kernel's lx-* gdb helpers generated from linux-source-6.1 into build/lx/
 #   make crash      crash >= 8.0.4 (trixie's, unpacked with its libs) into build/crash/
 #   make lint       checkpatch --strict + sparse (C=1) + W=1; fails on any warning
+#   make debug-kernel  the project's debug kernel: Debian's linux-source-6.1 with lockdep, KASAN,
+#                   kmemleak, fault injection (qemu-debug/debug-kernel; build/debug-kernel/)
+#   make debug-module  src/ built against it (build/debug-kernel/unionfs.ko)
+#   make check-debug   the guest suite on the debug kernel; any lockdep/KASAN/BUG/WARNING report
+#                   or a kmemleak leak of the module fails it (not part of make check: time)
 #   make bench      benchmarks in the guest vs native/overlayfs/FUSE unions (bench/run; the tmpfs
 #                   half alone took 62 min of TCG time: FSES=tmpfs, BENCH=1,3, PEERS=... for less)
 #                   -> build/bench/results.{md,csv} + PNG plots (docs/performance.md)
@@ -44,6 +49,9 @@ LINTDIR    := $(BUILD)/lint
 SRCTAR     := /usr/src/linux-source-6.1.tar.xz
 
 # Host packages. Everything the guest runs comes from this machine's / over 9p.
+# Packages only the debug kernel needs (installed by make debug-kernel).
+DEBUG_PKGS := linux-source-6.1 libelf-dev libssl-dev bc flex bison xz-utils
+
 PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace trace-cmd \
 	kexec-tools makedumpfile dwarves e2fsprogs attr acl python3 sparse linux-source-6.1 \
 	kmod util-linux xz-utils gzip perl make gcc bc flex bison fio stress-ng dmsetup
@@ -55,6 +63,7 @@ BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
+.PHONY: debug-kernel debug-module check-debug
 .PHONY: all modules deps bench-deps bench kernel initramfs run check soak lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
@@ -127,6 +136,24 @@ $(INITRAMFS): $(KSTAMP) qemu-debug/initramfs-init
 	@cd $(BUILD)/initramfs && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -9 > $@.tmp
 	@mv $@.tmp $@
 	@echo "initramfs: $@ ($$(du -k $@ | cut -f1) KiB)"
+
+DKDIR := $(BUILD)/debug-kernel
+debug-kernel: deps
+	@$(MAKE) --no-print-directory deps PKGS="$(DEBUG_PKGS)"
+	@qemu-debug/debug-kernel
+
+# The module against the debug tree, built in a copy of src/ (the objects in src/ are for
+# Debian's kernel and must not be mixed with these).
+debug-module: modules
+	@[ -f $(DKDIR)/root/.stamp ] || { echo "debug-module: run make debug-kernel first" >&2; exit 2; }
+	@rm -rf $(DKDIR)/mod && mkdir -p $(DKDIR)/mod && cp -r src tracepoints $(DKDIR)/mod/
+	@rm -f $(DKDIR)/mod/src/*.o $(DKDIR)/mod/src/*.ko $(DKDIR)/mod/src/.*.cmd
+	$(MAKE) -s -C $(DKDIR)/src M=$(DKDIR)/mod/src modules
+	@cp $(DKDIR)/mod/src/unionfs.ko $(DKDIR)/unionfs.ko
+
+check-debug: deps debug-kernel debug-module
+	@UNIONFS_KERNEL=debug BOOT_TIMEOUT=$${BOOT_TIMEOUT:-14400} qemu-debug/boot \
+		--append 'slub_debug=FZPU' -- tests/run $(T)
 
 run: deps modules kernel initramfs
 	qemu-debug/boot -- qemu-debug/demo-setup

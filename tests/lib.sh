@@ -20,6 +20,9 @@
 # "#<TAB>text") and tests/run numbers and prints them. Run a file directly (bash tests/t/x.sh)
 # and the results are printed as TAP to stdout instead.
 
+# The module the guest loaded (src/unionfs.ko, or the debug kernel's build: boot --kernel debug).
+UNIONFS_KO=$(sed -n 's/.*unionfs_module=\([^ ]*\).*/\1/p' /proc/cmdline 2>/dev/null)
+UNIONFS_KO=${UNIONFS_KO:-src/unionfs.ko}
 _T_FILE=$(basename "$0")
 _T_FAILS=0
 _T_N=0

@@ -6,10 +6,12 @@ require_guest
 check "unionfs module is loaded" grep -qw '^unionfs' /proc/modules
 check "unionfs is in /proc/filesystems" grep -qw unionfs /proc/filesystems
 r=$(uname -r)
-if [[ $r == 6.1.0-*-amd64 ]]; then ok "running Debian's 6.1 amd64 kernel ($r)"; else not_ok "running Debian's 6.1 amd64 kernel" "uname -r: $r"; fi
+if [[ $r == 6.1.0-*-amd64 ]]; then ok "running Debian's 6.1 amd64 kernel ($r)"
+elif [[ $r == 6.1.*-ufsdebug ]]; then ok "running the project's debug build of 6.1 ($r)"
+else not_ok "running Debian's 6.1 amd64 kernel or the debug build" "uname -r: $r"; fi
 check "rmmod unionfs" rmmod unionfs
 check_fail "unionfs gone from /proc/filesystems" - grep -qw unionfs /proc/filesystems
-check "insmod src/unionfs.ko again" insmod src/unionfs.ko
+check "insmod $UNIONFS_KO again" insmod "$UNIONFS_KO"
 check "unionfs back in /proc/filesystems" grep -qw unionfs /proc/filesystems
 
 for m in overlay fuse loop dm-flakey ext4; do

@@ -70,5 +70,5 @@ echo hello > "$T/b1/f"
 is "read through the union" "$(cat "$T/m/f")" hello
 check "umount" umount "$T/m"
 check "rmmod after umount" rmmod unionfs
-check "insmod again" insmod src/unionfs.ko
+check "insmod again" insmod "$UNIONFS_KO"
 finish

@@ -109,5 +109,5 @@ out=$($U --help 2>/dev/null); is "unionctl --help: exit 0, usage on stdout" "$?:
 is "unionctl --version" "$($U --version)" "unionctl 1.1"
 check "umount after branch churn" umount "$M"
 check "rmmod after branch churn" rmmod unionfs
-check "insmod again" insmod src/unionfs.ko
+check "insmod again" insmod "$UNIONFS_KO"
 finish

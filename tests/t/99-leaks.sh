@@ -35,5 +35,5 @@ is "module gone" "$(grep -c '^unionfs ' /proc/modules)" 0
 is "no 'still has objects' / leaked object reports" \
 	"$(dmesg_since_mark | grep -iE 'still has objects|Objects remaining|leak')" ""
 is "dmesg clean (no BUG/WARN/Oops/slab corruption) since the start of this file" "$(dmesg_bad)" ""
-check "module loads again" insmod src/unionfs.ko
+check "module loads again" insmod "$UNIONFS_KO"
 finish
