@@ -1,0 +1,193 @@
+#!/bin/bash
+# Copy-up target rule with one to three writable branches over a read-only bottom (issue 20,
+# defect 1; the rule is in docs/concepts.md, "Copy-up with several writable branches"):
+# an object is copied to the nearest writable branch at or above its winning branch, a new
+# name goes to the nearest writable branch at or above its parent's winning branch, and the
+# parent directories missing in that branch are created there with the attributes of their
+# winning copy, whatever branch that copy is in.
+# Matrix: 1-3 rw branches x object in the ro bottom / a middle rw branch x its parent dir also
+# in a higher rw branch / in the target branch / only lower; ops: append, chmod, create,
+# mkdir, mv of a file and of a dir inside the parent. Each op is bounded (it used to livelock
+# in the kernel, unkillable); afterwards the union shows the right content and metadata and
+# the branches hold the copy where the rule puts it. Then moves into a directory that lives
+# only in a higher branch (the new copy of that directory must be opaque), and both
+# reproducers of the issue verbatim.
+. "$(dirname "$0")/../lib.sh"
+. tests/unionfs-lib.sh
+require_guest
+mk_tmpdir
+chmod 755 "$T"
+
+HANGS=0
+# run DESC CMD... : CMD must return (within 10 s) and succeed. After 3 hangs (each leaves an
+# unkillable task spinning in the kernel on the unfixed module) the rest is not run.
+run() {
+	local desc=$1 rc
+	shift
+	if ((HANGS >= 3)); then
+		not_ok "$desc" "not run: $HANGS earlier commands never returned"
+		return 1
+	fi
+	wd 10 "$@"
+	rc=$?
+	if ((rc == 124)); then
+		HANGS=$((HANGS + 1))
+		not_ok "$desc: returns" "$(grep -v '^\[' "$WD_OUT" | head -n 12)"
+		return 1
+	fi
+	if ((rc != 0)); then
+		not_ok "$desc" "exit $rc: $(tail -n 5 "$WD_OUT")"
+		return 1
+	fi
+	ok "$desc"
+}
+pattrs() { stat -c '%a %u %Y' "$1"; }
+mode_of() { stat -c '%a' "$1"; }
+
+# case R O PBR: R rw branches b0..b(R-1) over a ro bR; the object lives in branch O; its
+# parent directory in the branches listed in PBR (comma separated, O among them).
+case_run() {
+	local R=$1 O=$2 PBR=$3 M dirs i p t_obj t_new pwin tag b w
+	local -A psig
+	tag="R=$R obj=b$O parent=b{$PBR}"
+	rm -rf "$T/c"; mkdir -p "$T/c"
+	mkbranches "$T/c" $((R + 1))
+	M=$T/c/m; mkdir -p "$M"
+	dirs=
+	for ((i = 0; i < R; i++)); do dirs+="$T/c/b$i=rw:"; done
+	dirs+="$T/c/b$R=ro"
+	pwin=${PBR%%,*}
+	((O < R)) && t_obj=$O || t_obj=$((R - 1))
+	((pwin < R)) && t_new=$pwin || t_new=$((R - 1))
+	for p in p_app p_chm p_new p_mkd p_mvf p_mvd; do
+		for b in ${PBR//,/ }; do
+			mkdir "$T/c/b$b/$p"
+			chmod $((0750 + b)) "$T/c/b$b/$p"
+			chown $((5 + b)):$((5 + b)) "$T/c/b$b/$p"
+		done
+		echo orig > "$T/c/b$O/$p/f"
+		chmod 644 "$T/c/b$O/$p/f"
+		[[ $p == p_mvd ]] && mkdir "$T/c/b$O/$p/dd"
+		for b in ${PBR//,/ }; do
+			touch -d "200$b-02-03 04:05:06" "$T/c/b$b/$p"
+			psig[$b]=$(pattrs "$T/c/b$b/$p")
+		done
+	done
+	check "$tag: mount" mount -i -t unionfs -o dirs="$dirs" none "$M" || return
+
+	run "$tag: append" sh -c 'echo x >> "$1"' _ "$M/p_app/f"
+	is "$tag: append: content through the union" "$(cat "$M/p_app/f" 2>&1)" $'orig\nx'
+	is "$tag: append: copy in b$t_obj" "$(cat "$T/c/b$t_obj/p_app/f" 2>&1)" $'orig\nx'
+	run "$tag: chmod" chmod 600 "$M/p_chm/f"
+	is "$tag: chmod: mode through the union" "$(mode_of "$M/p_chm/f")" 600
+	is "$tag: chmod: copy in b$t_obj" "$(mode_of "$T/c/b$t_obj/p_chm/f" 2>&1) $(cat "$T/c/b$t_obj/p_chm/f" 2>&1)" "600 orig"
+	run "$tag: create" sh -c 'echo new > "$1"' _ "$M/p_new/n"
+	is "$tag: create: content through the union" "$(cat "$M/p_new/n" 2>&1)" new
+	is "$tag: create: new file in b$t_new" "$(cat "$T/c/b$t_new/p_new/n" 2>&1)" new
+	is "$tag: create: directory lists both" "$(names "$M/p_new" | tr '\n' ' ')" "f n "
+	run "$tag: mkdir" mkdir "$M/p_mkd/nd"
+	is "$tag: mkdir: directory through the union" "$(stat -c %F "$M/p_mkd/nd" 2>&1)" directory
+	is "$tag: mkdir: new dir in b$t_new" "$(stat -c %F "$T/c/b$t_new/p_mkd/nd" 2>&1)" directory
+	run "$tag: mv file" mv "$M/p_mvf/f" "$M/p_mvf/g"
+	is "$tag: mv file: union shows only the new name" "$(names "$M/p_mvf" | tr '\n' ' ')" "g "
+	is "$tag: mv file: content" "$(cat "$M/p_mvf/g" 2>&1)" orig
+	is "$tag: mv file: renamed in b$t_obj" "$(cat "$T/c/b$t_obj/p_mvf/g" 2>&1)" orig
+	run "$tag: mv dir" mv "$M/p_mvd/dd" "$M/p_mvd/ee"
+	is "$tag: mv dir: union shows only the new name" "$(names "$M/p_mvd" | tr '\n' ' ')" "ee f "
+	is "$tag: mv dir: renamed in b$t_obj" "$(stat -c %F "$T/c/b$t_obj/p_mvd/ee" 2>&1)" directory
+
+	# parent directories: the union shows the winning copy's attributes, and a copy the
+	# operation created carries them too; copies that existed are unchanged
+	# (a copy-up keeps its parent's times; a create or rename in it changes them)
+	for p in p_app p_chm p_mvf p_mvd p_new p_mkd; do
+		case $p in
+		p_app|p_chm) a() { pattrs "$1"; }; w=${psig[$pwin]} ;;
+		*) a() { pattrs "$1" | cut -d' ' -f1,2; }; w=$(cut -d' ' -f1,2 <<< "${psig[$pwin]}") ;;
+		esac
+		is "$tag: $p attrs through the union" "$(a "$M/$p")" "$(a "$T/c/b$pwin/$p")"
+		[[ $p == p_new || $p == p_mkd ]] && continue
+		if [[ ,$PBR, == *,$t_obj,* ]]; then
+			[[ $p == p_app || $p == p_chm ]] &&
+				is "$tag: $p in b$t_obj unchanged" "$(pattrs "$T/c/b$t_obj/$p")" "${psig[$t_obj]}"
+		else
+			is "$tag: $p created in b$t_obj with the winner's attributes" \
+				"$(a "$T/c/b$t_obj/$p" 2>&1)" "$w"
+		fi
+	done
+	is "$tag: original untouched in b$O" "$(cat "$T/c/b$O/p_app/f") $(mode_of "$T/c/b$O/p_chm/f")" \
+		"$( ((O < R)) && echo $'orig\nx 600' || echo 'orig 644')"
+	is "$tag: no temporary names left" "$(find "$T/c" -name '.wh..wh.unionfs*' | wc -l)" 0
+	((HANGS)) && umount -l "$M" || umount "$M"
+}
+
+for c in "1 1 0,1" "1 1 1" \
+	"2 2 0,2" "2 2 1,2" "2 2 2" "2 1 0,1" "2 1 1" \
+	"3 3 0,3" "3 3 1,3" "3 3 2,3" "3 3 0,2,3" "3 3 3" \
+	"3 1 0,1" "3 1 1" "3 2 0,2" "3 2 1,2" "3 2 2"; do
+	# shellcheck disable=SC2086
+	case_run $c
+done
+
+# Moves into a directory that lives only in a higher branch: the rename happens in the
+# source's target branch, the directory is created there, opaque (what lies below it was not
+# part of the union's directory and must stay hidden).
+mv_into_higher() {	# mv_into_higher R OBJBRANCH KIND
+	local R=$1 O=$2 kind=$3 M dirs i t tag
+	tag="mv $kind from b$O into a dir only in b0 (R=$R)"
+	rm -rf "$T/c"; mkdir -p "$T/c"
+	mkbranches "$T/c" $((R + 1))
+	M=$T/c/m; mkdir -p "$M"
+	dirs=
+	for ((i = 0; i < R; i++)); do dirs+="$T/c/b$i=rw:"; done
+	dirs+="$T/c/b$R=ro"
+	((O < R)) && t=$O || t=$((R - 1))
+	mkdir "$T/c/b0/n"; chmod 0711 "$T/c/b0/n"; echo top > "$T/c/b0/n/top"
+	touch -d '2001-01-01' "$T/c/b0/n"
+	# a hidden lower "n": whited out in b1 (when b1 is not the ro bottom), present below
+	if ((R >= 2)); then
+		: > "$T/c/b1/.wh.n"
+		mkdir "$T/c/b$R/n"; echo secret > "$T/c/b$R/n/secret"
+	fi
+	if [[ $kind == file ]]; then echo obj > "$T/c/b$O/d"; else mkdir "$T/c/b$O/d"; fi
+	check "$tag: mount" mount -i -t unionfs -o dirs="$dirs" none "$M" || return
+	run "$tag: mv" mv "$M/d" "$M/n/d"
+	is "$tag: union lists n" "$(names "$M/n" | tr '\n' ' ')" "d top "
+	is "$tag: union root no longer has d" "$(test -e "$M/d" && echo there || echo gone)" gone
+	if [[ $kind == file ]]; then
+		is "$tag: content" "$(cat "$M/n/d" 2>&1)" obj
+	else
+		is "$tag: is a dir" "$(stat -c %F "$M/n/d" 2>&1)" directory
+	fi
+	is "$tag: n keeps b0's attributes" "$(pattrs "$M/n")" "$(pattrs "$T/c/b0/n")"
+	if ((t > 0)); then
+		is "$tag: moved within b$t" "$(test -e "$T/c/b$t/n/d" && echo yes)" yes
+		is "$tag: n created in b$t with b0's mode and owner" \
+			"$(stat -c '%a %u' "$T/c/b$t/n" 2>&1)" "$(stat -c '%a %u' "$T/c/b0/n")"
+	fi
+	is "$tag: no temporary names left" "$(find "$T/c" -name '.wh..wh.unionfs*' | wc -l)" 0
+	umount "$M" 2>/dev/null || umount -l "$M"
+	check "$tag: remount" mount -i -t unionfs -o dirs="$dirs" none "$M" || return
+	is "$tag: after remount, union lists n" "$(names "$M/n" | tr '\n' ' ')" "d top "
+	umount "$M" 2>/dev/null || umount -l "$M"
+}
+for c in "2 1 file" "2 1 dir" "2 2 file" "3 2 file" "3 2 dir" "3 1 file" "3 3 file"; do
+	# shellcheck disable=SC2086
+	mv_into_higher $c
+done
+
+# the reproducers of issue 20, verbatim
+rm -rf "$T/r"; mkdir -p "$T/r/A/p" "$T/r/B" "$T/r/C/p" "$T/r/U"; echo orig > "$T/r/C/p/f"
+cd "$T/r" || exit 1
+check "issue 20 reproducer 1: mount" mount -i -t unionfs -o dirs=A=rw:B=rw:C=ro none U
+run "issue 20 reproducer 1: echo x >> U/p/f returns" sh -c 'echo x >> U/p/f'
+is "issue 20 reproducer 1: content" "$(cat U/p/f) $(cat B/p/f 2>&1)" $'orig\nx orig\nx'
+umount U 2>/dev/null || umount -l U
+cd / || exit 1
+rm -rf "$T/r"; mkdir -p "$T/r/A/n" "$T/r/B/d" "$T/r/U"
+cd "$T/r" || exit 1
+check "issue 20 reproducer 2: mount" mount -i -t unionfs -o dirs=A=rw:B=rw none U
+run "issue 20 reproducer 2: mv U/d U/n/d returns" mv U/d U/n/d
+is "issue 20 reproducer 2: result" "$(ls U; ls U/n)" $'n\nd'
+umount U 2>/dev/null || umount -l U
+cd / || exit 1
+finish
