@@ -30,10 +30,10 @@ B0=$T/b0 B1=$T/b1 M=$T/m
 mkdir -p "$B0" "$B1" "$M"
 truncate -s 512M "$T/img0"
 mkfs.ext4 -q -F -O ^has_journal "$T/img0"
-mount -o loop "$T/img0" "$B0" || skip_all "no ext4 loop mount"
+mount -o loop,discard "$T/img0" "$B0" || skip_all "no ext4 loop mount"
 rmdir "$B0/lost+found" 2>/dev/null
 mount -t tmpfs -o size=200m tmp1 "$B1"
-MIB=96
+MIB=64
 # distinct content per MiB, so a misplaced chunk changes the checksum
 python3 -c "
 import sys
