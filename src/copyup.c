@@ -10,7 +10,14 @@
  * fatal signal), xattrs, owner, mode and times, and is then renamed into
  * place. A failure at any step removes the temporary and leaves the
  * original untouched. Copy-ups of one object are serialized by the union
- * inode's cu_lock; parents are copied top-down, one at a time.
+ * inode's cu_lock; parents are copied top-down, one at a time, each from
+ * its winning copy, whatever branch that is in (docs/concepts.md, "Copy-up
+ * with several writable branches").
+ *
+ * Freeze protection of the target branch is held at one level at a time:
+ * mnt_want_write for the namespace and attribute steps, file_start_write
+ * per data chunk with nothing around it (6.1's do_splice_direct expects
+ * its caller to hold it; holding both deadlocked against fsfreeze).
  */
 #include "union.h"
 #include "lower.h"
@@ -219,6 +226,20 @@ static int unionfs_set_size(struct unionfs_btable *bt, int t, struct dentry *dst
 static void unionfs_remove_tmp(struct unionfs_btable *bt, int t,
 			       struct dentry *lparent, struct dentry *tmp)
 {
+	if (d_really_is_positive(tmp) && d_is_dir(tmp)) {
+		struct dentry *op;
+
+		/* the opaque marker a copied directory may have got */
+		inode_lock_nested(d_inode(tmp), I_MUTEX_CHILD);
+		op = lookup_one_len(UNIONFS_DIR_OPAQUE, tmp,
+				    UNIONFS_DIR_OPAQUE_LEN);
+		if (!IS_ERR(op)) {
+			if (d_really_is_positive(op))
+				unionfs_do_unlink(bt, t, d_inode(tmp), op);
+			dput(op);
+		}
+		inode_unlock(d_inode(tmp));
+	}
 	inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
 	if (tmp->d_parent == lparent && !d_unhashed(tmp) &&
 	    d_really_is_positive(tmp)) {
@@ -230,11 +251,6 @@ static void unionfs_remove_tmp(struct unionfs_btable *bt, int t,
 	inode_unlock(d_inode(lparent));
 }
 
-/*
- * Copy @src (branch @b) to @name in @lparent (branch @t). @len >= 0 limits
- * the data copied (truncate). Runs with the mounter's credentials and
- * write access to branch @t. Returns the new lower dentry.
- */
 /*
  * Did the source change since @st, or is it open for writing (a write in
  * progress updated the times before it started copying data)? Updates @st
@@ -255,21 +271,73 @@ static bool unionfs_src_changed(const struct path *spath, struct kstat *st)
 	return changed;
 }
 
+/*
+ * Copy the data of the regular file @spath (branch @b) to @tmp (branch @t)
+ * until the source held still during the copy: a direct change racing
+ * with the copy-up (new times or size, or the file open for writing) makes
+ * it start over, so the union never settles on a mix of old and new data;
+ * after 3 tries it gives up with ESTALE. @size gets the length copied.
+ *
+ * Runs without write access to branch @t held: each chunk takes the
+ * branch's freeze protection itself (unionfs_copy_data), so a freeze of
+ * the branch waits for one chunk, not for the whole file, and the copy
+ * resumes after the thaw.
+ */
+static int unionfs_copyup_data(struct unionfs_btable *bt,
+			       const struct path *spath, int b,
+			       struct dentry *tmp, int t,
+			       const struct qstr *name, struct kstat *st,
+			       loff_t len, loff_t *size, loff_t *copied)
+{
+	int err, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		struct file *in, *out;
+
+		*size = (len >= 0 && len < st->size) ? len : st->size;
+		in = unionfs_do_open(bt, b, spath->dentry, O_RDONLY,
+				     current_cred());
+		if (IS_ERR(in))
+			return PTR_ERR(in);
+		out = unionfs_do_open(bt, t, tmp, O_WRONLY, current_cred());
+		if (IS_ERR(out)) {
+			fput(in);
+			return PTR_ERR(out);
+		}
+		*copied = 0;
+		err = unionfs_copy_data(in, out, *size, copied);
+		fput(in);
+		fput(out);
+		if ((err && err != -EIO) || !unionfs_src_changed(spath, st))
+			return err;
+		unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, b, name->name,
+			       "the branch file changed during copy-up");
+	}
+	pr_warn_ratelimited("copy-up of '%s' from branch %d: the file kept changing in the branch; giving up (ESTALE)\n",
+			    name->name, b);
+	return -ESTALE;
+}
+
+/*
+ * Copy @src (branch @b) to @name in @lparent (branch @t). @len >= 0 limits
+ * the data copied (truncate); @opaque marks a copied directory opaque.
+ * Runs with the mounter's credentials; takes write access to branch @t
+ * itself, for the namespace and attribute steps only (see
+ * unionfs_copyup_data). Returns the new lower dentry.
+ */
 static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 					 struct dentry *src, int b,
 					 struct dentry *lparent, int t,
 					 const struct qstr *name, loff_t len,
-					 loff_t *copied)
+					 loff_t *copied, bool opaque)
 {
 	struct path spath = { .mnt = unionfs_mnt(bt, b), .dentry = src };
+	struct path ppath = { .mnt = unionfs_mnt(bt, t), .dentry = lparent };
 	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
 	char tmpname[sizeof(UNIONFS_TMPPFX) + 24];
 	struct dentry *tmp, *target = NULL;
-	struct kstat st;
-	int err, tries;
-
-	struct path ppath = { .mnt = unionfs_mnt(bt, t), .dentry = lparent };
-	struct kstat pst;
+	struct kstat st, pst;
+	int err;
 
 	err = vfs_getattr(&spath, &st, STATX_BASIC_STATS,
 			  AT_STATX_SYNC_AS_STAT);
@@ -281,9 +349,14 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 	snprintf(tmpname, sizeof(tmpname), UNIONFS_TMPPFX "%llu",
 		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
 
+	err = unionfs_want_write(bt, t);
+	if (err)
+		return ERR_PTR(err);
 	tmp = unionfs_lock_lookup(bt, t, lparent, tmpname, strlen(tmpname));
-	if (IS_ERR(tmp))
-		return tmp;
+	if (IS_ERR(tmp)) {
+		err = PTR_ERR(tmp);
+		goto out_drop;
+	}
 	err = UNIONFS_FAULT("copyup_create");
 	if (err)
 		goto out_unlock;
@@ -320,52 +393,34 @@ out_unlock:
 	inode_unlock(d_inode(lparent));
 	if (err) {
 		dput(tmp);
-		return ERR_PTR(err);
+		goto out_drop;
 	}
 
-	/*
-	 * A regular file is copied until its source held still during the
-	 * copy: a direct change racing with the copy-up (new times or size,
-	 * or the file open for writing) makes it start over, so the union
-	 * never settles on a mix of old and new data; after 3 tries it gives
-	 * up with ESTALE.
-	 */
-	for (tries = 0; S_ISREG(st.mode); tries++) {
-		loff_t size = (len >= 0 && len < st.size) ? len : st.size;
-		struct file *in, *out;
+	if (S_ISREG(st.mode)) {
+		loff_t size = 0;
+		int werr;
 
-		in = unionfs_do_open(bt, b, src, O_RDONLY, current_cred());
-		if (IS_ERR(in)) {
-			err = PTR_ERR(in);
-			goto out_cleanup;
-		}
-		out = unionfs_do_open(bt, t, tmp, O_WRONLY, current_cred());
-		if (IS_ERR(out)) {
-			fput(in);
-			err = PTR_ERR(out);
-			goto out_cleanup;
-		}
-		*copied = 0;
-		err = unionfs_copy_data(in, out, size, copied);
-		fput(in);
-		fput(out);
-		if ((!err || err == -EIO) && unionfs_src_changed(&spath, &st)) {
-			unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, b,
-				       name->name,
-				       "the branch file changed during copy-up");
-			if (tries < 2)
-				continue;
-			pr_warn_ratelimited("copy-up of '%s' from branch %d: the file kept changing in the branch; giving up (ESTALE)\n",
-					    name->name, b);
-			err = -ESTALE;
+		/* one freeze-protection level: the chunks take their own */
+		unionfs_drop_write(bt, t);
+		err = unionfs_copyup_data(bt, &spath, b, tmp, t, name, &st,
+					  len, &size, copied);
+		werr = unionfs_want_write(bt, t);
+		if (werr) {
+			/* cannot even remove it: the hidden temporary stays */
+			pr_warn_ratelimited("copy-up to branch %d: no write access to remove %pd (%d)\n",
+					    t, tmp, werr);
+			dput(tmp);
+			return ERR_PTR(err ?: werr);
 		}
 		if (!err && i_size_read(d_inode(tmp)) != size)
 			err = unionfs_set_size(bt, t, tmp, size);
 		if (err)
 			goto out_cleanup;
-		break;
 	}
-	err = unionfs_copy_xattrs(bt, t, src, tmp);
+	if (opaque && S_ISDIR(st.mode))
+		err = unionfs_make_opaque(bt, t, tmp, "copyup");
+	if (!err)
+		err = unionfs_copy_xattrs(bt, t, src, tmp);
 	if (!err)
 		err = unionfs_copy_attrs(bt, t, tmp, &st);
 	if (err)
@@ -392,12 +447,15 @@ out_unlock:
 	/* the branch fs moved the tmp dentry to the name; @target is stale */
 	dput(target);
 	unionfs_restore_times(bt, t, lparent, &pst);
+	unionfs_drop_write(bt, t);
 	return tmp;
 
 out_cleanup:
 	dput(target);
 	unionfs_remove_tmp(bt, t, lparent, tmp);
 	dput(tmp);
+out_drop:
+	unionfs_drop_write(bt, t);
 	return ERR_PTR(err);
 }
 
@@ -411,8 +469,58 @@ static void unionfs_rekey_inode(struct inode *inode, struct inode *key)
 }
 
 /*
- * Copy the object @dentry up to branch @t, which must be left of its
- * current winning branch. Parent directories must already exist in @t.
+ * Would a copy of @dentry in branch @t, below the range its lookup saw
+ * (@bend < @t), be hidden? By an opaque copy or a whiteout of the name in
+ * a branch between. Errors count as "hidden".
+ */
+static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
+				 int bend, int t)
+{
+	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	struct unionfs_btable *bt = ud->bt;
+	bool hidden = false;
+	char *whname;
+	int k;
+
+	spin_lock(&ud->lock);
+	if (ud->bopaque >= 0 || (ud->bwh >= 0 && ud->bwh < t))
+		hidden = true;
+	spin_unlock(&ud->lock);
+	if (hidden)
+		return true;
+	whname = unionfs_whname(&dentry->d_name);
+	if (!whname)
+		return true;
+	for (k = bend + 1; k < t && !hidden; k++) {
+		struct dentry *lp = unionfs_lower_dentry_get(parent, k);
+		struct dentry *wh;
+
+		if (!lp)
+			continue;
+		wh = unionfs_do_lookup(bt, k, lp, whname, strlen(whname));
+		if (IS_ERR(wh))
+			hidden = true;
+		else if (wh && d_really_is_positive(wh))
+			hidden = true;
+		if (!IS_ERR_OR_NULL(wh))
+			dput(wh);
+		dput(lp);
+	}
+	kfree(whname);
+	return hidden;
+}
+
+/*
+ * Give the object @dentry a copy in branch @t (docs/concepts.md, "Copy-up
+ * with several writable branches"). Done when it has one there. An object
+ * whose winning copy is below @t is copied up and wins from then on; a
+ * directory whose winning copy is above @t (a parent of something that
+ * goes to @t) gets a copy in @t from that winning copy, with its
+ * attributes; when @t lies below the range its lookup saw, that copy is
+ * opaque (what is below was not part of the directory), or, if a whiteout
+ * or an opaque copy between would hide it, the answer is EXDEV. A
+ * non-directory winning above @t needs nothing. Parent directories must
+ * already exist in @t.
  */
 static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 				 int t, const char *reason, loff_t len)
@@ -424,17 +532,23 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	struct dentry *src, *lparent, *newld;
 	const struct cred *old;
 	loff_t copied = 0, size;
+	bool top, opaque = false;
+	int b, bend, err;
 	u64 t0;
-	int b, err;
 
 	if (unionfs_dbt(parent) != bt)
 		return -ESTALE;	/* built against another branch table */
+	newld = unionfs_lower_dentry_get(dentry, t);
+	if (newld) {
+		dput(newld);
+		return 0;	/* there already, or done meanwhile */
+	}
 	src = unionfs_lower_top_get(dentry, &b);
 	if (!src)
 		return -ESTALE;
-	if (b <= t) {
+	if (b < t && !d_is_dir(src)) {
 		dput(src);
-		return 0;	/* done meanwhile */
+		return 0;	/* wins above @t: nothing to copy */
 	}
 	lparent = unionfs_lower_dentry_get(parent, t);
 	if (!lparent) {
@@ -445,26 +559,45 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	t0 = ktime_get_ns();
 	unionfs_trace_dname(unionfs_copyup_start, sb, dentry, inode->i_ino, b,
 			    t, size, 0, reason, 0, 0);
-	err = unionfs_want_write(bt, t);
+	old = unionfs_override_creds(sb);
+	spin_lock(&ud->lock);
+	bend = ud->bend;
+	spin_unlock(&ud->lock);
+	err = 0;
+	if (t > bend) {
+		if (unionfs_hidden_below(dentry, parent, bend, t))
+			err = -EXDEV;
+		opaque = true;
+	}
+	newld = NULL;
 	if (!err) {
-		old = unionfs_override_creds(sb);
 		newld = unionfs_copyup_one(bt, src, b, lparent, t,
-					   &dentry->d_name, len, &copied);
-		revert_creds(old);
-		unionfs_drop_write(bt, t);
+					   &dentry->d_name, len, &copied,
+					   opaque);
 		err = PTR_ERR_OR_ZERO(newld);
 	}
+	revert_creds(old);
 	if (!err) {
 		spin_lock(&ud->lock);
 		ud->lower[t] = newld;
-		ud->bstart = t;
+		top = t < ud->bstart;
+		if (top)
+			ud->bstart = t;
+		if (t > ud->bend)
+			ud->bend = t;
+		if (opaque) {
+			ud->bopaque = t;
+			ud->bwh = -1;
+		}
 		spin_unlock(&ud->lock);
 		err = unionfs_inode_set_vec(inode, ud);
-		unionfs_rekey_inode(inode, d_inode(newld));
+		if (top)
+			unionfs_rekey_inode(inode, d_inode(newld));
 		/* our own change of the parent's lower directory */
 		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
 			   unionfs_dir_snap(d_inode(parent)));
-		unionfs_copy_attr(inode, d_inode(newld));
+		if (top)
+			unionfs_copy_attr(inode, d_inode(newld));
 	}
 	unionfs_trace_dname(unionfs_copyup_end, sb, dentry, inode->i_ino, b, t,
 			    size, copied, reason, err, ktime_get_ns() - t0);
@@ -496,42 +629,59 @@ int unionfs_copyup_dentry(struct dentry *dentry, int t, const char *reason,
 	return err;
 }
 
-/* Make sure the union directory @dir exists in branch @t (top-down). */
+/*
+ * Make sure the union directory @dir exists in branch @t: its ancestors
+ * missing there are created top-down, one per round, each from its winning
+ * copy (unionfs_copyup_locked). Every round must give one more ancestor a
+ * copy in @t, so the loop is bounded by the depth; a round that does not
+ * is a bug (WARN, EIO), and a fatal signal ends it (EINTR).
+ */
 int unionfs_copyup_dir(struct dentry *dir, int t)
 {
-	for (;;) {
-		struct dentry *d = dget(dir), *parent, *ld;
-		int err;
+	int err = 0;
 
-		ld = unionfs_lower_dentry_get(d, t);
+	while (!err) {
+		struct dentry *d, *parent, *ld;
+
+		ld = unionfs_lower_dentry_get(dir, t);
 		if (ld) {
 			dput(ld);
-			dput(d);
 			return 0;
 		}
+		if (fatal_signal_pending(current))
+			return -EINTR;
 		/* find the highest ancestor missing in @t */
-		for (;;) {
-			if (IS_ROOT(d)) {
+		d = dget(dir);
+		if (WARN_ON_ONCE(IS_ROOT(d))) {
+			dput(d);
+			return -EIO;	/* every branch root exists */
+		}
+		parent = dget_parent(d);
+		while (!(ld = unionfs_lower_dentry_get(parent, t))) {
+			if (WARN_ON_ONCE(IS_ROOT(parent))) {
+				dput(parent);
 				dput(d);
-				WARN_ON_ONCE(1);
 				return -EIO;
 			}
-			parent = dget_parent(d);
-			ld = unionfs_lower_dentry_get(parent, t);
-			if (ld)
-				break;
 			dput(d);
 			d = parent;
+			parent = dget_parent(d);
 		}
 		dput(ld);
 		mutex_lock(&UNIONFS_I(d_inode(d))->cu_lock);
 		err = unionfs_copyup_locked(d, parent, t, "parent", -1);
 		mutex_unlock(&UNIONFS_I(d_inode(d))->cu_lock);
+		if (!err) {
+			/* no progress would be a livelock */
+			ld = unionfs_lower_dentry_get(d, t);
+			if (WARN_ON_ONCE(!ld))
+				err = -EIO;
+			dput(ld);
+		}
 		dput(parent);
 		dput(d);
-		if (err)
-			return err;
 	}
+	return err;
 }
 
 int unionfs_copyup_parents(struct dentry *dentry, int t)
