@@ -15,11 +15,9 @@
  * rename happens in. Renamed directories are made opaque, and the source
  * name gets a whiteout when a lower branch still holds it.
  *
- * Ordering keeps the union consistent on failure: the source whiteout is
- * created before the lower rename (a same-branch name hides its own
- * whiteout) and removed again if the rename fails; directories are marked
- * opaque before they move (they are logically empty, or have no lower
- * copies, so that changes nothing visible).
+ * Ordering keeps the union consistent on failure (see
+ * unionfs_rename_locked): every step that can fail and is not yet visible
+ * comes first and is undone if the lower rename fails.
  */
 #include "union.h"
 #include "lower.h"
