@@ -585,10 +585,7 @@ static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
 		err = unionfs_do_rename(bt, t, d_inode(lparent), tmp,
 					d_inode(lparent), ld, 0);
 	if (err) {
-		old = unionfs_override_creds(bt->sb);
-		if (!unionfs_remove_opaque(bt, t, tmp))
-			unionfs_do_rmdir(bt, t, d_inode(lparent), tmp);
-		revert_creds(old);
+		unionfs_remove_tmpdir_locked(bt, t, lparent, tmp);
 		dput(tmp);
 		return ERR_PTR(err);
 	}

@@ -78,7 +78,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	bool isdir = d_is_dir(old_dentry), need_wh, made_wh = false;
 	bool made_opaque = false, stash = false, stashed = false;
 	const struct cred *cred;
-	int ostart, oend, limit, t, err, has_wh;
+	int ostart, oend, limit, t, err, has_wh, tries;
 
 	if (d_really_is_positive(new_dentry) && d_is_dir(new_dentry)) {
 		err = unionfs_check_empty(new_dentry, &has_wh);
@@ -212,23 +212,23 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		unionfs_remove_whiteout_locked(bt, t, lnew_parent,
 					       &new_dentry->d_name, "rename");
 out_revert:
-	if (err && stashed) {
-		/* put the replaced directory back under its name */
+	/* put the replaced directory back under its name (a few tries) */
+	for (tries = 0; err && stashed && tries < 5; tries++) {
 		struct dentry *back = lookup_one_len(new_dentry->d_name.name,
 						     lnew_parent,
 						     new_dentry->d_name.len);
 
-		if (!IS_ERR(back)) {
-			if (d_really_is_negative(back) &&
-			    !unionfs_do_rename(bt, t, d_inode(lnew_parent),
-					       ltarget, d_inode(lnew_parent),
-					       back, 0))
-				stashed = false;
-			dput(back);
-		}
-		if (stashed)
-			pr_warn_ratelimited("rename: could not restore %pd after error %d\n",
-					    new_dentry, err);
+		if (IS_ERR(back))
+			continue;
+		if (d_really_is_negative(back) &&
+		    !unionfs_do_rename(bt, t, d_inode(lnew_parent), ltarget,
+				       d_inode(lnew_parent), back, 0))
+			stashed = false;
+		dput(back);
+	}
+	if (err && stashed) {
+		pr_warn_ratelimited("rename: could not restore %pd after error %d\n",
+				    new_dentry, err);
 		stashed = false;
 	}
 	if (err && made_wh)

@@ -440,6 +440,8 @@ int unionfs_stash_locked(struct unionfs_btable *bt, int bindex,
 			 struct dentry *lparent, struct dentry *ld);
 void unionfs_dispose(struct unionfs_btable *bt, int bindex,
 		     struct dentry *lparent, struct dentry *ld);
+void unionfs_remove_tmpdir_locked(struct unionfs_btable *bt, int bindex,
+				  struct dentry *lparent, struct dentry *tmp);
 int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lower_dir, bool must_be_empty);
 char *unionfs_whname(const struct qstr *name);

@@ -9,6 +9,7 @@
 #include "lower.h"
 
 #include <linux/file.h>
+#include <linux/sched/signal.h>
 
 #include "unionfs_trace.h"
 
@@ -328,19 +329,28 @@ int unionfs_stash_locked(struct unionfs_btable *bt, int bindex,
 	return err;
 }
 
+/* A cleanup step after the point of no return: tries on a transient error. */
+#define UNIONFS_CLEANUP_TRIES	5
+
 /*
  * Remove the stashed directory @ld (see unionfs_stash_locked) and the
- * ".wh.*" entries it holds. The union no longer shows it: a failure only
- * leaves an invisible leftover (logged; removed with its parent, or by
- * hand). Caller has write access and overrides creds.
+ * ".wh.*" entries it holds. The union no longer shows it: a failure (after
+ * a few tries) only leaves an invisible leftover (logged; removed with its
+ * parent, or by hand). Caller has write access and overrides creds.
  */
 void unionfs_dispose(struct unionfs_btable *bt, int bindex,
 		     struct dentry *lparent, struct dentry *ld)
 {
-	int err;
+	int err = 0, tries;
 
-	err = unionfs_clean_whiteouts(bt, bindex, ld, false);
-	if (!err) {
+	for (tries = 0; tries < UNIONFS_CLEANUP_TRIES; tries++) {
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		err = unionfs_clean_whiteouts(bt, bindex, ld, false);
+		if (err)
+			continue;
 		inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
 		err = -ESTALE;
 		if (ld->d_parent == lparent && !d_unhashed(ld) &&
@@ -348,8 +358,38 @@ void unionfs_dispose(struct unionfs_btable *bt, int bindex,
 			err = unionfs_do_rmdir(bt, bindex, d_inode(lparent),
 					       ld);
 		inode_unlock(d_inode(lparent));
+		if (!err || err == -ESTALE)
+			break;
 	}
 	if (err)
 		pr_warn_ratelimited("branch %d: could not remove the temporary %pd (error %d); it is not visible in the union\n",
 				    bindex, ld, err);
+}
+
+/*
+ * Remove the temporary directory @tmp (opaque marker and all) built by a
+ * failed operation in the locked @lparent; a failure (after a few tries)
+ * leaves an invisible leftover. Caller has write access.
+ */
+void unionfs_remove_tmpdir_locked(struct unionfs_btable *bt, int bindex,
+				  struct dentry *lparent, struct dentry *tmp)
+{
+	const struct cred *old = unionfs_override_creds(bt->sb);
+	int err = 0, tries;
+
+	for (tries = 0; tries < UNIONFS_CLEANUP_TRIES; tries++) {
+		if (tmp->d_parent != lparent || d_unhashed(tmp) ||
+		    d_really_is_negative(tmp))
+			break;
+		err = unionfs_remove_opaque(bt, bindex, tmp);
+		if (!err)
+			err = unionfs_do_rmdir(bt, bindex, d_inode(lparent),
+					       tmp);
+		if (!err || fatal_signal_pending(current))
+			break;
+	}
+	revert_creds(old);
+	if (err)
+		pr_warn_ratelimited("branch %d: could not remove the temporary %pd (error %d); it is not visible in the union\n",
+				    bindex, tmp, err);
 }
