@@ -319,6 +319,27 @@ static int unionfs_copyup_data(struct unionfs_btable *bt,
 }
 
 /*
+ * Is @dentry still the union name whose winner @src (branch @b) is being
+ * copied up? An unlink or rename serialized before the publish step (on
+ * cu_lock) or a stale dentry (open file of a removed name) must not get
+ * the copy linked back under the name.
+ */
+static int unionfs_copyup_valid(struct dentry *dentry, struct dentry *src,
+				int b)
+{
+	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	int err = 0;
+
+	if (d_unhashed(dentry) || d_really_is_negative(dentry))
+		return -ENOENT;
+	spin_lock(&ud->lock);
+	if (ud->bstart != b || ud->lower[b] != src)
+		err = -ESTALE;
+	spin_unlock(&ud->lock);
+	return err;
+}
+
+/*
  * Copy @src (branch @b) to @name in @lparent (branch @t). @len >= 0 limits
  * the data copied (truncate); @opaque marks a copied directory opaque.
  * Runs with the mounter's credentials; takes write access to branch @t
@@ -326,6 +347,7 @@ static int unionfs_copyup_data(struct unionfs_btable *bt,
  * unionfs_copyup_data). Returns the new lower dentry.
  */
 static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
+					 struct dentry *dentry,
 					 struct dentry *src, int b,
 					 struct dentry *lparent, int t,
 					 const struct qstr *name, loff_t len,
@@ -434,6 +456,8 @@ out_unlock:
 		goto out_cleanup;
 	}
 	err = UNIONFS_FAULT("copyup_rename");
+	if (!err)
+		err = unionfs_copyup_valid(dentry, src, b);
 	if (!err && d_really_is_positive(target))
 		err = -EEXIST;
 	if (!err && (tmp->d_parent != lparent || d_unhashed(tmp)))
@@ -550,6 +574,11 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		dput(src);
 		return 0;	/* wins above @t: nothing to copy */
 	}
+	err = unionfs_copyup_valid(dentry, src, b);
+	if (err) {
+		dput(src);
+		return err;	/* removed or renamed meanwhile */
+	}
 	lparent = unionfs_lower_dentry_get(parent, t);
 	if (!lparent) {
 		dput(src);
@@ -571,7 +600,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	}
 	newld = NULL;
 	if (!err) {
-		newld = unionfs_copyup_one(bt, src, b, lparent, t,
+		newld = unionfs_copyup_one(bt, dentry, src, b, lparent, t,
 					   &dentry->d_name, len, &copied,
 					   opaque);
 		err = PTR_ERR_OR_ZERO(newld);
@@ -606,8 +635,13 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	return err;
 }
 
-int unionfs_copyup_dentry(struct dentry *dentry, int t, const char *reason,
-			  loff_t len)
+/*
+ * Copy @dentry up to branch @t. With @held, the caller (a namespace
+ * operation serializing against copy-up) already holds the inode's
+ * cu_lock.
+ */
+static int __unionfs_copyup_dentry(struct dentry *dentry, int t,
+				   const char *reason, loff_t len, bool held)
 {
 	struct unionfs_inode_info *ui;
 	struct dentry *parent;
@@ -621,12 +655,28 @@ int unionfs_copyup_dentry(struct dentry *dentry, int t, const char *reason,
 	err = unionfs_copyup_dir(parent, t);
 	if (!err) {
 		ui = UNIONFS_I(d_inode(dentry));
-		mutex_lock(&ui->cu_lock);
+		if (!held)
+			mutex_lock(&ui->cu_lock);
+		lockdep_assert_held(&ui->cu_lock);
 		err = unionfs_copyup_locked(dentry, parent, t, reason, len);
-		mutex_unlock(&ui->cu_lock);
+		if (!held)
+			mutex_unlock(&ui->cu_lock);
 	}
 	dput(parent);
 	return err;
+}
+
+int unionfs_copyup_dentry(struct dentry *dentry, int t, const char *reason,
+			  loff_t len)
+{
+	return __unionfs_copyup_dentry(dentry, t, reason, len, false);
+}
+
+/* The same, for a caller that holds d_inode(@dentry)'s cu_lock. */
+int unionfs_copyup_dentry_held(struct dentry *dentry, int t,
+			       const char *reason, loff_t len)
+{
+	return __unionfs_copyup_dentry(dentry, t, reason, len, true);
 }
 
 /*

@@ -548,6 +548,51 @@ static int unionfs_create_lower(struct unionfs_btable *bt, int t,
 	}
 }
 
+/*
+ * mkdir over a whiteout, all or nothing: the directory is made and marked
+ * opaque under a temporary name (invisible in the union), then renamed
+ * onto the negative @ld in one step; a failure before that removes the
+ * temporary (or leaves it, invisible), never a non-opaque directory that
+ * would show the lower entries again. @lparent is locked. Returns the new
+ * lower dentry.
+ */
+static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
+					   struct dentry *lparent,
+					   struct dentry *ld, umode_t mode)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
+	char name[sizeof(UNIONFS_TMPPFX) + 24];
+	const struct cred *old;
+	struct dentry *tmp;
+	int err;
+
+	snprintf(name, sizeof(name), UNIONFS_TMPPFX "%llu",
+		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
+	tmp = lookup_one_len(name, lparent, strlen(name));
+	if (IS_ERR(tmp))
+		return tmp;
+	err = d_really_is_positive(tmp) ? -EEXIST : 0;
+	if (!err)
+		err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp, mode);
+	if (err) {
+		dput(tmp);
+		return ERR_PTR(err);
+	}
+	old = unionfs_override_creds(bt->sb);
+	err = unionfs_make_opaque(bt, t, tmp, "mkdir-over-whiteout");
+	revert_creds(old);
+	if (!err)
+		err = unionfs_do_rename(bt, t, d_inode(lparent), tmp,
+					d_inode(lparent), ld, 0);
+	if (err) {
+		unionfs_remove_tmpdir_locked(bt, t, lparent, tmp);
+		dput(tmp);
+		return ERR_PTR(err);
+	}
+	/* the branch fs moved @tmp to the name */
+	return tmp;
+}
+
 /* Target branch for a new name below @parent; copies up parents. */
 static int unionfs_new_target(struct dentry *dentry, int limit)
 {
@@ -604,20 +649,22 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		err = -EEXIST;
 		goto out_unlock;
 	}
-	err = unionfs_create_lower(bt, t, lparent, ld, n);
-	if (err)
-		goto out_unlock;
 	if (S_ISDIR(n->mode) && bwh >= 0) {
 		/* lower directories of this name stay hidden */
-		const struct cred *old = unionfs_override_creds(sb);
+		struct dentry *nd = unionfs_mkdir_opaque(bt, t, lparent, ld,
+							 n->mode);
 
-		err = unionfs_make_opaque(bt, t, ld, "mkdir-over-whiteout");
-		revert_creds(old);
-		if (err) {
-			unionfs_do_rmdir(bt, t, d_inode(lparent), ld);
+		if (IS_ERR(nd)) {
+			err = PTR_ERR(nd);
 			goto out_unlock;
 		}
+		dput(ld);
+		ld = nd;
 		opaque = true;
+	} else {
+		err = unionfs_create_lower(bt, t, lparent, ld, n);
+		if (err)
+			goto out_unlock;
 	}
 	if (bwh == t) {
 		const struct cred *old = unionfs_override_creds(sb);
@@ -690,22 +737,33 @@ static int unionfs_symlink(struct user_namespace *mnt_userns,
 static int unionfs_link(struct dentry *old, struct inode *dir,
 			struct dentry *new)
 {
+	struct unionfs_inode_info *ui = UNIONFS_I(d_inode(old));
 	struct unionfs_new n = { .mode = d_inode(old)->i_mode };
 	int b, ob, err;
 
-	/* the source must be on the branch the link is made in */
+	/*
+	 * The source must be on the branch the link is made in. Its range is
+	 * read, copied up and its branch dentry taken under its cu_lock, so
+	 * that a copy-up in flight cannot change the plan in between.
+	 */
+	mutex_lock(&ui->cu_lock);
 	unionfs_get_range(old, &ob, &b);
-	b = unionfs_nearest_writable(unionfs_dbt(old), ob);
-	if (b < 0)
-		return b;
-	err = unionfs_copyup_dentry(old, b, "link", -1);
-	if (err)
-		return err;
-	n.link = unionfs_lower_dentry_get(old, b);
-	if (!n.link)
-		return -ESTALE;
-	err = unionfs_create_object(dir, new, &n, b);
-	dput(n.link);
+	err = ob < 0 ? -ESTALE : 0;
+	if (!err) {
+		b = unionfs_nearest_writable(unionfs_dbt(old), ob);
+		err = b < 0 ? b : 0;
+	}
+	if (!err)
+		err = unionfs_copyup_dentry_held(old, b, "link", -1);
+	if (!err) {
+		n.link = unionfs_lower_dentry_get(old, b);
+		if (!n.link)
+			err = -ESTALE;
+	}
+	if (!err) {
+		err = unionfs_create_object(dir, new, &n, b);
+		dput(n.link);
+	}
 	if (!err) {
 		struct dentry *ld = unionfs_lower_dentry_get(new, b);
 
@@ -714,16 +772,29 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 			dput(ld);
 		}
 	}
+	mutex_unlock(&ui->cu_lock);
 	return err;
 }
 
 /*
  * Remove @dentry's name: delete it from its branch when that branch is
- * writable, and whiteout the name when a lower branch still holds it. The
- * whiteout is created before the removal, so that the union never shows
- * the lower object in between.
+ * writable, and whiteout the name when a lower branch still holds it.
+ *
+ * All or nothing: every step that can fail comes before the one that
+ * makes the name go away, and is undone if a later one fails. The
+ * whiteout is created first (a same-branch name hides its own whiteout,
+ * so it changes nothing visible yet). A directory that holds whiteouts
+ * (which hide its lower entries) is not cleaned in place: it is renamed,
+ * in one step, to a temporary name invisible in the union, and cleaned
+ * and removed there; a failure then leaves an invisible leftover, never a
+ * lower entry shown again.
+ *
+ * Caller holds d_inode(@dentry)'s cu_lock: a copy-up of the same object
+ * either completes before (and is then removed) or starts after (and
+ * finds the name gone).
  */
-static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
+static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
+				 bool isdir)
 {
 	struct super_block *sb = dir->i_sb;
 	struct unionfs_btable *bt = unionfs_dbt(dentry);
@@ -731,7 +802,8 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 	struct inode *inode = d_inode(dentry);
 	struct dentry *ld, *lparent, *cur;
 	const struct cred *old;
-	bool need_wh, made_wh = false, checked = false;
+	bool need_wh, made_wh = false, checked = false, has_wh = false;
+	bool stashed = false;
 	int b, bend, t, err;
 	const char *why = isdir ? "rmdir" : "unlink";
 
@@ -740,13 +812,13 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 		return -ESTALE;
 	/*
 	 * A directory must show no entry. One held by a single writable
-	 * branch is checked by the read that clears its whiteouts below;
-	 * any other by a merged readdir first.
+	 * branch is checked by the read of its branch directory below; any
+	 * other by a merged readdir first.
 	 */
 	if (isdir && (bend != b || !unionfs_branch_writable(bt, b))) {
-		int has_wh;
+		int wh;
 
-		err = unionfs_check_empty(dentry, &has_wh);
+		err = unionfs_check_empty(dentry, &wh);
 		if (err)
 			return err;
 		checked = true;
@@ -755,6 +827,7 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 						      b + 1);
 
 	if (!unionfs_branch_writable(bt, b)) {
+		/* one step: the whiteout in the nearest writable branch */
 		t = unionfs_nearest_writable(bt, b);
 		if (t < 0)
 			return t;
@@ -771,8 +844,9 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 	if (err)
 		goto out_dput;
 	if (isdir) {
+		/* emptiness (one branch), and whether it holds whiteouts */
 		old = unionfs_override_creds(sb);
-		err = unionfs_clean_whiteouts(bt, b, ld, !checked);
+		err = unionfs_scan_whiteouts(bt, b, ld, !checked, &has_wh);
 		revert_creds(old);
 		if (err)
 			goto out_drop;
@@ -787,28 +861,36 @@ static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
 		err = -ESTALE;	/* changed in the branch behind our back */
 		goto out_unlock;
 	}
+	old = unionfs_override_creds(sb);
 	if (need_wh) {
-		old = unionfs_override_creds(sb);
 		err = unionfs_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					      why);
-		revert_creds(old);
 		if (err)
-			goto out_unlock;
+			goto out_revert;
 		made_wh = true;
 	}
-	if (isdir)
+	if (has_wh) {
+		/* the point of no return: ld leaves the union in one step */
+		err = unionfs_stash_locked(bt, b, lparent, ld);
+		stashed = !err;
+	} else if (isdir) {
 		err = unionfs_do_rmdir(bt, b, d_inode(lparent), ld);
-	else
+	} else {
 		err = unionfs_do_unlink(bt, b, d_inode(lparent), ld);
-	if (err && made_wh) {
-		old = unionfs_override_creds(sb);
+	}
+	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					       "revert");
-		revert_creds(old);
-	}
+out_revert:
+	revert_creds(old);
 out_unlock:
 	inode_unlock(d_inode(lparent));
 	dput(cur);
+	if (stashed) {
+		old = unionfs_override_creds(sb);
+		unionfs_dispose(bt, b, lparent, ld);
+		revert_creds(old);
+	}
 out_drop:
 	unionfs_drop_write(bt, b);
 out_dput:
@@ -828,9 +910,23 @@ out_attr:
 		 * removed inode, and its blocks, until our dentry is
 		 * reclaimed. Unhash ours too, so that the caller's dput()
 		 * frees both (as overlayfs does); the next lookup starts over.
+		 * Done under cu_lock: a copy-up waiting for it sees the name
+		 * gone.
 		 */
 		d_drop(dentry);
 	}
+	return err;
+}
+
+/* Namespace operations take cu_lock after the VFS's i_rwsem locks. */
+static int unionfs_remove(struct inode *dir, struct dentry *dentry, bool isdir)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(d_inode(dentry));
+	int err;
+
+	mutex_lock(&ui->cu_lock);
+	err = unionfs_remove_locked(dir, dentry, isdir);
+	mutex_unlock(&ui->cu_lock);
 	return err;
 }
 

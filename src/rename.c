@@ -15,11 +15,9 @@
  * rename happens in. Renamed directories are made opaque, and the source
  * name gets a whiteout when a lower branch still holds it.
  *
- * Ordering keeps the union consistent on failure: the source whiteout is
- * created before the lower rename (a same-branch name hides its own
- * whiteout) and removed again if the rename fails; directories are marked
- * opaque before they move (they are logically empty, or have no lower
- * copies, so that changes nothing visible).
+ * Ordering keeps the union consistent on failure (see
+ * unionfs_rename_locked): every step that can fail and is not yet visible
+ * comes first and is undone if the lower rename fails.
  */
 #include "union.h"
 #include "lower.h"
@@ -51,9 +49,23 @@ static void unionfs_dentry_narrow(struct dentry *dentry, int t,
 	kfree(old);
 }
 
-int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
-		   struct dentry *old_dentry, struct inode *new_dir,
-		   struct dentry *new_dentry, unsigned int flags)
+/*
+ * The rename itself, under the cu_lock of both inodes (see
+ * unionfs_rename): the plan (branch ranges) is read only now.
+ *
+ * All or nothing: the steps that can fail and change nothing visible come
+ * first (copy-up, the opaque marker of a moving directory, which is
+ * logically empty or has no lower copies, the whiteout of the source
+ * name, which its same-branch name hides); a replaced directory holding
+ * whiteouts is moved to a temporary name (one step) rather than cleaned
+ * in place; then the lower rename. A failure of that undoes the earlier
+ * steps; the cleaning of the replaced directory comes after success and
+ * can only leave an invisible leftover.
+ */
+static int unionfs_rename_locked(struct inode *old_dir,
+				 struct dentry *old_dentry,
+				 struct inode *new_dir,
+				 struct dentry *new_dentry)
 {
 	struct super_block *sb = old_dir->i_sb;
 	struct dentry *old_parent = old_dentry->d_parent;
@@ -62,15 +74,11 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	struct unionfs_btable *bt = unionfs_dbt(old_dentry);
 	struct dentry *lold_parent = NULL, *lnew_parent = NULL;
 	struct dentry *lold = NULL, *cur_old = NULL, *lnew = NULL, *trap;
+	struct dentry *ltarget = NULL;
 	bool isdir = d_is_dir(old_dentry), need_wh, made_wh = false;
+	bool made_opaque = false, stash = false, stashed = false;
 	const struct cred *cred;
-	int ostart, oend, limit, t, err, has_wh;
-
-	if (flags & ~RENAME_NOREPLACE)
-		return -EINVAL;	/* RENAME_EXCHANGE, RENAME_WHITEOUT */
-	if (!nud || nud->bt != bt || unionfs_dbt(old_parent) != bt ||
-	    unionfs_dbt(new_parent) != bt)
-		return -ESTALE;	/* built against another branch table */
+	int ostart, oend, limit, t, err, has_wh, tries;
 
 	if (d_really_is_positive(new_dentry) && d_is_dir(new_dentry)) {
 		err = unionfs_check_empty(new_dentry, &has_wh);
@@ -106,7 +114,7 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 		}
 	}
 
-	err = unionfs_copyup_dentry(old_dentry, t, "rename", -1);
+	err = unionfs_copyup_dentry_held(old_dentry, t, "rename", -1);
 	if (!err)
 		err = unionfs_copyup_dir(new_parent, t);
 	if (err)
@@ -128,23 +136,23 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	cred = unionfs_override_creds(sb);
 	if (isdir) {
 		/* logically empty (or wholly ours): mark opaque before moving */
-		err = unionfs_clean_whiteouts(bt, t, lold, false);
+		err = unionfs_make_opaque_new(bt, t, lold, "rename",
+					      &made_opaque);
 		if (!err && d_really_is_positive(new_dentry)) {
-			struct dentry *ln = unionfs_lower_dentry_get(new_dentry,
-								     t);
-			if (ln) {
-				if (d_is_dir(ln))
-					err = unionfs_clean_whiteouts(bt, t,
-								      ln, false);
-				dput(ln);
+			/* a replaced directory holding whiteouts is stashed */
+			ltarget = unionfs_lower_dentry_get(new_dentry, t);
+			if (ltarget && d_is_dir(ltarget)) {
+				bool wh;
+
+				err = unionfs_scan_whiteouts(bt, t, ltarget,
+							     false, &wh);
+				stash = wh;
 			}
 		}
-		if (!err)
-			err = unionfs_make_opaque(bt, t, lold, "rename");
 	}
 	revert_creds(cred);
 	if (err)
-		goto out_drop;
+		goto out_revert_opaque;
 
 	trap = lock_rename(lold_parent, lnew_parent);
 	err = -EINVAL;
@@ -170,24 +178,62 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	err = -ENOTEMPTY;
 	if (trap == lnew)
 		goto out_unlock;
+	err = -ESTALE;
+	if (stash && lnew != ltarget)
+		goto out_unlock;	/* changed in the branch */
+	cred = unionfs_override_creds(sb);
 	if (need_wh) {
-		cred = unionfs_override_creds(sb);
 		err = unionfs_whiteout_locked(bt, t, lold_parent,
 					      &old_dentry->d_name, "rename");
-		revert_creds(cred);
 		if (err)
-			goto out_unlock;
+			goto out_revert;
 		made_wh = true;
 	}
+	if (stash) {
+		err = unionfs_stash_locked(bt, t, lnew_parent, ltarget);
+		if (err)
+			goto out_revert;
+		stashed = true;
+		/* the name is negative now */
+		dput(lnew);
+		lnew = lookup_one_len(new_dentry->d_name.name, lnew_parent,
+				      new_dentry->d_name.len);
+		if (IS_ERR(lnew)) {
+			err = PTR_ERR(lnew);
+			lnew = NULL;
+			goto out_revert;
+		}
+	}
+	revert_creds(cred);
 	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
 				d_inode(lnew_parent), lnew, 0);
 	cred = unionfs_override_creds(sb);
-	if (err && made_wh)
-		unionfs_remove_whiteout_locked(bt, t, lold_parent,
-					       &old_dentry->d_name, "revert");
 	if (!err && nud->bwh == t)
 		unionfs_remove_whiteout_locked(bt, t, lnew_parent,
 					       &new_dentry->d_name, "rename");
+out_revert:
+	/* put the replaced directory back under its name (a few tries) */
+	for (tries = 0; err && stashed && tries < 5; tries++) {
+		struct dentry *back = lookup_one_len(new_dentry->d_name.name,
+						     lnew_parent,
+						     new_dentry->d_name.len);
+
+		if (IS_ERR(back))
+			continue;
+		if (d_really_is_negative(back) &&
+		    !unionfs_do_rename(bt, t, d_inode(lnew_parent), ltarget,
+				       d_inode(lnew_parent), back, 0))
+			stashed = false;
+		dput(back);
+	}
+	if (err && stashed) {
+		pr_warn_ratelimited("rename: could not restore %pd after error %d\n",
+				    new_dentry, err);
+		stashed = false;
+	}
+	if (err && made_wh)
+		unionfs_remove_whiteout_locked(bt, t, lold_parent,
+					       &old_dentry->d_name, "revert");
 	revert_creds(cred);
 out_unlock:
 	unlock_rename(lold_parent, lnew_parent);
@@ -201,14 +247,59 @@ out_unlock:
 		unionfs_dir_changed(old_dir);
 		if (new_dir != old_dir)
 			unionfs_dir_changed(new_dir);
+		if (stashed) {
+			cred = unionfs_override_creds(sb);
+			unionfs_dispose(bt, t, lnew_parent, ltarget);
+			revert_creds(cred);
+		}
 	}
-out_drop:
+out_revert_opaque:
+	if (err && made_opaque) {
+		cred = unionfs_override_creds(sb);
+		unionfs_remove_opaque(bt, t, lold);
+		revert_creds(cred);
+	}
 	unionfs_drop_write(bt, t);
 out_dput:
+	dput(ltarget);
 	dput(cur_old);
 	dput(lnew);
 	dput(lold);
 	dput(lold_parent);
 	dput(lnew_parent);
+	return err;
+}
+
+/*
+ * Namespace operations serialize against copy-up of the same objects on
+ * their inodes' cu_lock, taken after the VFS's i_rwsem locks; a rename
+ * takes both (the source and a replaced target) in address order.
+ */
+int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
+		   struct dentry *old_dentry, struct inode *new_dir,
+		   struct dentry *new_dentry, unsigned int flags)
+{
+	struct unionfs_dentry_info *nud = UNIONFS_D(new_dentry);
+	struct unionfs_btable *bt = unionfs_dbt(old_dentry);
+	struct inode *a = d_inode(old_dentry), *b = d_inode(new_dentry);
+	int err;
+
+	if (flags & ~RENAME_NOREPLACE)
+		return -EINVAL;	/* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	if (!nud || nud->bt != bt || unionfs_dbt(old_dentry->d_parent) != bt ||
+	    unionfs_dbt(new_dentry->d_parent) != bt)
+		return -ESTALE;	/* built against another branch table */
+
+	if (b == a)
+		b = NULL;
+	if (b && b < a)
+		swap(a, b);
+	mutex_lock(&UNIONFS_I(a)->cu_lock);
+	if (b)
+		mutex_lock_nested(&UNIONFS_I(b)->cu_lock, SINGLE_DEPTH_NESTING);
+	err = unionfs_rename_locked(old_dir, old_dentry, new_dir, new_dentry);
+	if (b)
+		mutex_unlock(&UNIONFS_I(b)->cu_lock);
+	mutex_unlock(&UNIONFS_I(a)->cu_lock);
 	return err;
 }

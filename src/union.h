@@ -410,6 +410,8 @@ void unionfs_rdcache_put(struct unionfs_rdcache *rdc);
 int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);
 int unionfs_copyup_dentry(struct dentry *dentry, int target,
 			  const char *reason, loff_t len);
+int unionfs_copyup_dentry_held(struct dentry *dentry, int target,
+			       const char *reason, loff_t len);
 int unionfs_copyup_parents(struct dentry *dentry, int target);
 int unionfs_copyup_dir(struct dentry *dir, int target);
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
@@ -426,6 +428,20 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 			    int bindex, const char *reason);
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *lower_dir, const char *reason);
+int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
+			    struct dentry *lower_dir, const char *reason,
+			    bool *created);
+int unionfs_remove_opaque(struct unionfs_btable *bt, int bindex,
+			  struct dentry *lower_dir);
+int unionfs_scan_whiteouts(struct unionfs_btable *bt, int bindex,
+			   struct dentry *lower_dir, bool must_be_empty,
+			   bool *has_wh);
+int unionfs_stash_locked(struct unionfs_btable *bt, int bindex,
+			 struct dentry *lparent, struct dentry *ld);
+void unionfs_dispose(struct unionfs_btable *bt, int bindex,
+		     struct dentry *lparent, struct dentry *ld);
+void unionfs_remove_tmpdir_locked(struct unionfs_btable *bt, int bindex,
+				  struct dentry *lparent, struct dentry *tmp);
 int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lower_dir, bool must_be_empty);
 char *unionfs_whname(const struct qstr *name);

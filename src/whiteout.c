@@ -9,6 +9,7 @@
 #include "lower.h"
 
 #include <linux/file.h>
+#include <linux/sched/signal.h>
 
 #include "unionfs_trace.h"
 
@@ -102,13 +103,19 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 	return err;
 }
 
-/* Mark @ldir opaque. Caller has write access and overrides creds. */
-int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
-			struct dentry *ldir, const char *reason)
+/*
+ * Mark @ldir opaque; *@created tells whether the marker is new (so that a
+ * failed operation can take it back). Caller has write access and
+ * overrides creds.
+ */
+int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
+			    struct dentry *ldir, const char *reason,
+			    bool *created)
 {
 	struct dentry *d;
 	int err;
 
+	*created = false;
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
 	d = lookup_one_len(UNIONFS_DIR_OPAQUE, ldir, UNIONFS_DIR_OPAQUE_LEN);
 	err = PTR_ERR_OR_ZERO(d);
@@ -119,12 +126,40 @@ int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 				err = unionfs_do_create(bt, bindex,
 							d_inode(ldir), d,
 							S_IFREG | 0);
+			*created = !err;
 		}
 		dput(d);
 	}
 	inode_unlock(d_inode(ldir));
 	unionfs_trace_marker(unionfs_opaque_mark, bt, ldir, UNIONFS_DIR_OPAQUE,
 			     bindex, reason, err);
+	return err;
+}
+
+int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
+			struct dentry *ldir, const char *reason)
+{
+	bool created;
+
+	return unionfs_make_opaque_new(bt, bindex, ldir, reason, &created);
+}
+
+/* Take back an opaque marker made by a failed operation. */
+int unionfs_remove_opaque(struct unionfs_btable *bt, int bindex,
+			  struct dentry *ldir)
+{
+	struct dentry *d;
+	int err;
+
+	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
+	d = lookup_one_len(UNIONFS_DIR_OPAQUE, ldir, UNIONFS_DIR_OPAQUE_LEN);
+	err = PTR_ERR_OR_ZERO(d);
+	if (!err) {
+		if (d_really_is_positive(d) && d_is_reg(d))
+			err = unionfs_do_unlink(bt, bindex, d_inode(ldir), d);
+		dput(d);
+	}
+	inode_unlock(d_inode(ldir));
 	return err;
 }
 
@@ -168,6 +203,58 @@ static bool unionfs_collect_wh(struct dir_context *ctx, const char *name,
 	return true;
 }
 
+/* Read @ldir, collecting its ".wh.*" names into @wl. */
+static int unionfs_read_wh(struct unionfs_btable *bt, int bindex,
+			   struct dentry *ldir, struct unionfs_whlist *wl)
+{
+	struct file *f;
+	int err;
+
+	f = unionfs_do_open(bt, bindex, ldir, O_RDONLY | O_DIRECTORY,
+			    current_cred());
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	err = iterate_dir(f, &wl->ctx);
+	fput(f);
+	if (!err)
+		err = wl->err;
+	if (!err && wl->nonempty)
+		err = -ENOTEMPTY;
+	return err;
+}
+
+static void unionfs_free_wh(struct unionfs_whlist *wl)
+{
+	struct unionfs_whname_ent *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, &wl->names, list) {
+		list_del(&e->list);
+		kfree(e);
+	}
+}
+
+/*
+ * Does @ldir hold any ".wh.*" entry (*@has_wh)? With @must_be_empty, any
+ * other entry fails it with -ENOTEMPTY (the emptiness check of a directory
+ * that exists in this branch only). Changes nothing.
+ */
+int unionfs_scan_whiteouts(struct unionfs_btable *bt, int bindex,
+			   struct dentry *ldir, bool must_be_empty,
+			   bool *has_wh)
+{
+	struct unionfs_whlist wl = {
+		.ctx.actor = unionfs_collect_wh,
+		.names = LIST_HEAD_INIT(wl.names),
+		.must_be_empty = must_be_empty,
+	};
+	int err;
+
+	err = unionfs_read_wh(bt, bindex, ldir, &wl);
+	*has_wh = !list_empty(&wl.names);
+	unionfs_free_wh(&wl);
+	return err;
+}
+
 /*
  * Remove every ".wh.*" entry (whiteouts, the opaque marker, stale
  * temporaries) from @ldir, which must be logically empty. With
@@ -184,49 +271,125 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 		.names = LIST_HEAD_INIT(wl.names),
 		.must_be_empty = must_be_empty,
 	};
-	struct unionfs_whname_ent *e, *tmp;
-	struct file *f;
+	struct unionfs_whname_ent *e;
 	int err;
 
-	f = unionfs_do_open(bt, bindex, ldir, O_RDONLY | O_DIRECTORY,
-			    current_cred());
-	if (IS_ERR(f))
-		return PTR_ERR(f);
-	err = iterate_dir(f, &wl.ctx);
-	fput(f);
-	if (!err)
-		err = wl.err;
-	if (!err && wl.nonempty)
-		err = -ENOTEMPTY;
-
+	err = unionfs_read_wh(bt, bindex, ldir, &wl);
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
-	list_for_each_entry_safe(e, tmp, &wl.names, list) {
+	list_for_each_entry(e, &wl.names, list) {
 		struct dentry *d;
 
-		if (!err) {
-			d = lookup_one_len(e->name, ldir, e->len);
-			if (IS_ERR(d)) {
-				err = PTR_ERR(d);
-			} else {
-				if (d_is_reg(d))
-					err = unionfs_do_unlink(bt, bindex,
-								d_inode(ldir),
-								d);
-				else if (d_is_dir(d))
-					err = unionfs_do_rmdir(bt, bindex,
-							       d_inode(ldir),
-							       d);
-				if (!err && d_is_reg(d))
-					unionfs_trace_marker(unionfs_whiteout_remove,
-							     bt, ldir, e->name,
-							     bindex, "clean",
-							     0);
-				dput(d);
-			}
+		if (err)
+			break;
+		d = lookup_one_len(e->name, ldir, e->len);
+		if (IS_ERR(d)) {
+			err = PTR_ERR(d);
+			break;
 		}
-		list_del(&e->list);
-		kfree(e);
+		if (d_is_reg(d))
+			err = unionfs_do_unlink(bt, bindex, d_inode(ldir), d);
+		else if (d_is_dir(d))
+			err = unionfs_do_rmdir(bt, bindex, d_inode(ldir), d);
+		if (!err && d_is_reg(d))
+			unionfs_trace_marker(unionfs_whiteout_remove, bt, ldir,
+					     e->name, bindex, "clean", 0);
+		dput(d);
 	}
 	inode_unlock(d_inode(ldir));
+	unionfs_free_wh(&wl);
 	return err;
+}
+
+/*
+ * Move the directory @ld out of the union's way: rename it, in one atomic
+ * step, to a fresh temporary name (invisible in the union) in @lparent,
+ * which the caller holds locked with write access. On success @ld names
+ * the temporary; unionfs_dispose() removes it. Everything a removal must
+ * do that can fail is done before this step; everything after it (the
+ * cleaning of the moved directory) can only leave an invisible leftover.
+ */
+int unionfs_stash_locked(struct unionfs_btable *bt, int bindex,
+			 struct dentry *lparent, struct dentry *ld)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
+	char name[sizeof(UNIONFS_TMPPFX) + 24];
+	struct dentry *tmp;
+	int err;
+
+	snprintf(name, sizeof(name), UNIONFS_TMPPFX "%llu",
+		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
+	tmp = lookup_one_len(name, lparent, strlen(name));
+	if (IS_ERR(tmp))
+		return PTR_ERR(tmp);
+	err = -EEXIST;
+	if (d_really_is_negative(tmp))
+		err = unionfs_do_rename(bt, bindex, d_inode(lparent), ld,
+					d_inode(lparent), tmp, 0);
+	dput(tmp);
+	return err;
+}
+
+/* A cleanup step after the point of no return: tries on a transient error. */
+#define UNIONFS_CLEANUP_TRIES	5
+
+/*
+ * Remove the stashed directory @ld (see unionfs_stash_locked) and the
+ * ".wh.*" entries it holds. The union no longer shows it: a failure (after
+ * a few tries) only leaves an invisible leftover (logged; removed with its
+ * parent, or by hand). Caller has write access and overrides creds.
+ */
+void unionfs_dispose(struct unionfs_btable *bt, int bindex,
+		     struct dentry *lparent, struct dentry *ld)
+{
+	int err = 0, tries;
+
+	for (tries = 0; tries < UNIONFS_CLEANUP_TRIES; tries++) {
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		err = unionfs_clean_whiteouts(bt, bindex, ld, false);
+		if (err)
+			continue;
+		inode_lock_nested(d_inode(lparent), I_MUTEX_PARENT);
+		err = -ESTALE;
+		if (ld->d_parent == lparent && !d_unhashed(ld) &&
+		    d_really_is_positive(ld))
+			err = unionfs_do_rmdir(bt, bindex, d_inode(lparent),
+					       ld);
+		inode_unlock(d_inode(lparent));
+		if (!err || err == -ESTALE)
+			break;
+	}
+	if (err)
+		pr_warn_ratelimited("branch %d: could not remove the temporary %pd (error %d); it is not visible in the union\n",
+				    bindex, ld, err);
+}
+
+/*
+ * Remove the temporary directory @tmp (opaque marker and all) built by a
+ * failed operation in the locked @lparent; a failure (after a few tries)
+ * leaves an invisible leftover. Caller has write access.
+ */
+void unionfs_remove_tmpdir_locked(struct unionfs_btable *bt, int bindex,
+				  struct dentry *lparent, struct dentry *tmp)
+{
+	const struct cred *old = unionfs_override_creds(bt->sb);
+	int err = 0, tries;
+
+	for (tries = 0; tries < UNIONFS_CLEANUP_TRIES; tries++) {
+		if (tmp->d_parent != lparent || d_unhashed(tmp) ||
+		    d_really_is_negative(tmp))
+			break;
+		err = unionfs_remove_opaque(bt, bindex, tmp);
+		if (!err)
+			err = unionfs_do_rmdir(bt, bindex, d_inode(lparent),
+					       tmp);
+		if (!err || fatal_signal_pending(current))
+			break;
+	}
+	revert_creds(old);
+	if (err)
+		pr_warn_ratelimited("branch %d: could not remove the temporary %pd (error %d); it is not visible in the union\n",
+				    bindex, tmp, err);
 }
