@@ -218,9 +218,11 @@ unionfs_dinfo_install(struct dentry *dentry, struct unionfs_dentry_info *ud,
 		unionfs_free_dinfo(fresh);	/* the old lower dentries */
 		return ud;
 	}
-	if (cmpxchg(&dentry->d_fsdata, ud, fresh) != ud)
-		goto raced;
 	fresh->prev = ud;
+	if (cmpxchg(&dentry->d_fsdata, ud, fresh) != ud) {
+		fresh->prev = NULL;
+		goto raced;
+	}
 	spin_unlock(&ud->lock);
 	return fresh;
 raced:
@@ -257,6 +259,14 @@ static int unionfs_reval_decide(struct dentry *dentry,
 	struct inode *inode = d_inode(dentry), *top, *other;
 	bool keep = d_mountpoint(dentry) || (d_is_dir(dentry) && !locked);
 
+	/*
+	 * A new table: what nobody uses (a reference besides the walk's:
+	 * a child, a cwd, an open file, a mount) is dropped, as cheap as
+	 * refreshing it, and leaves no old info behind.
+	 */
+	if (fresh->bt != ud->bt && !d_mountpoint(dentry) &&
+	    d_count(dentry) <= 1)
+		return UNIONFS_RV_DROP;
 	if (!inode)
 		return fresh->bstart < 0 && fresh->bt == ud->bt ?
 		       UNIONFS_RV_REFRESH : UNIONFS_RV_DROP;
@@ -599,6 +609,7 @@ valid:
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	struct unionfs_dentry_info *ud = READ_ONCE(dentry->d_fsdata);
+	struct unionfs_dentry_info *old = NULL;
 	const char *why;
 	bool report;
 	long nseq;
@@ -607,6 +618,17 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		return 0;
 	if (IS_ROOT(dentry))
 		return 1;
+	/*
+	 * The infos a generation change replaced are for in-flight users,
+	 * who hold a reference: with only the walk's left, they are unused.
+	 */
+	if (unlikely(ud->prev) && !(flags & LOOKUP_RCU) &&
+	    d_count(dentry) <= 1) {
+		spin_lock(&ud->lock);
+		swap(old, ud->prev);
+		spin_unlock(&ud->lock);
+		unionfs_free_dinfo(old);
+	}
 	why = unionfs_reval_need(dentry, ud, flags, &nseq, &report);
 	if (!why)
 		return 1;
