@@ -26,9 +26,10 @@ struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex)
 	return ld;
 }
 
-struct dentry *unionfs_lower_top_get(struct dentry *dentry, int *bindex)
+/* The winning lower dentry of @ud, referenced; *bindex gets its branch. */
+static struct dentry *unionfs_lower_top_get_info(struct unionfs_dentry_info *ud,
+						 int *bindex)
 {
-	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
 	struct dentry *ld = NULL;
 
 	*bindex = -1;
@@ -41,6 +42,11 @@ struct dentry *unionfs_lower_top_get(struct dentry *dentry, int *bindex)
 	}
 	spin_unlock(&ud->lock);
 	return ld;
+}
+
+struct dentry *unionfs_lower_top_get(struct dentry *dentry, int *bindex)
+{
+	return unionfs_lower_top_get_info(UNIONFS_D(dentry), bindex);
 }
 
 void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
@@ -129,51 +135,423 @@ static inline void unionfs_trace_reval(struct dentry *dentry,
 		unionfs_trace_reval_slow(dentry, ud, sbgen, result, why);
 }
 
-static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+/*
+ * Revalidation never throws away a dentry that still names its object:
+ * d_invalidate() of a directory detaches every mount below it, and a
+ * directory in use (a cwd, an open file) that is dropped comes back
+ * through d_splice_alias() with its old state. A cached name whose
+ * branches may have changed is looked up again in place instead and the
+ * dentry keeps its inode (unionfs_reval_refresh()); what the result means
+ * is decided in one place, unionfs_reval_decide().
+ */
+enum {
+	UNIONFS_RV_REFRESH,	/* same object: take the new branch vector */
+	UNIONFS_RV_REKEY,	/* another lower object of the same type */
+	UNIONFS_RV_KEEP,	/* keep it as it is (for now) */
+	UNIONFS_RV_DROP,	/* invalid: the VFS looks the name up again */
+};
+
+/* What a refresh's lookup started from: to see that nothing raced it. */
+struct unionfs_dstate {
+	unsigned int dseq;	/* the dentry's d_seq: renames, drops */
+	int bstart, bend, bopaque, bwh;
+	struct dentry *top, *last;
+};
+
+static void unionfs_dstate_get(struct dentry *dentry,
+			       struct unionfs_dentry_info *ud,
+			       struct unionfs_dstate *s)
 {
-	struct unionfs_dentry_info *ud = READ_ONCE(dentry->d_fsdata);
+	s->dseq = read_seqcount_begin(&dentry->d_seq);
+	spin_lock(&ud->lock);
+	s->bstart = ud->bstart;
+	s->bend = ud->bend;
+	s->bopaque = ud->bopaque;
+	s->bwh = ud->bwh;
+	s->top = ud->bstart >= 0 ? ud->lower[ud->bstart] : NULL;
+	s->last = ud->bend >= 0 ? ud->lower[ud->bend] : NULL;
+	spin_unlock(&ud->lock);
+}
+
+/* Caller holds @ud->lock. */
+static bool unionfs_dstate_same(struct dentry *dentry,
+				struct unionfs_dentry_info *ud,
+				const struct unionfs_dstate *s)
+{
+	return !read_seqcount_retry(&dentry->d_seq, s->dseq) &&
+	       READ_ONCE(dentry->d_fsdata) == ud &&
+	       ud->bstart == s->bstart && ud->bend == s->bend &&
+	       ud->bopaque == s->bopaque && ud->bwh == s->bwh &&
+	       (ud->bstart < 0 || ud->lower[ud->bstart] == s->top) &&
+	       (ud->bend < 0 || ud->lower[ud->bend] == s->last);
+}
+
+/*
+ * Make @fresh (a lookup of @dentry's name against its parent's table) the
+ * state of @dentry, unless something changed @ud since @s (NULL: in any
+ * case). On the same branch table the lower dentries are exchanged in
+ * place; on another one @fresh replaces @ud, which in-flight users may
+ * still hold: it stays allocated until the dentry is released. Returns
+ * the info now in place (@fresh is consumed), or NULL if raced (@fresh
+ * freed).
+ */
+static struct unionfs_dentry_info *
+unionfs_dinfo_install(struct dentry *dentry, struct unionfs_dentry_info *ud,
+		      struct unionfs_dentry_info *fresh,
+		      const struct unionfs_dstate *s)
+{
+	int b;
+
+	spin_lock(&ud->lock);
+	if (s && !unionfs_dstate_same(dentry, ud, s))
+		goto raced;
+	if (fresh->bt == ud->bt) {
+		for (b = 0; b < ud->nbr; b++)
+			swap(ud->lower[b], fresh->lower[b]);
+		ud->bstart = fresh->bstart;
+		ud->bend = fresh->bend;
+		ud->bopaque = fresh->bopaque;
+		ud->bwh = fresh->bwh;
+		WRITE_ONCE(ud->psnap, fresh->psnap);
+		WRITE_ONCE(ud->nseq, fresh->nseq);
+		spin_unlock(&ud->lock);
+		unionfs_free_dinfo(fresh);	/* the old lower dentries */
+		return ud;
+	}
+	fresh->prev = ud;
+	if (cmpxchg(&dentry->d_fsdata, ud, fresh) != ud) {
+		fresh->prev = NULL;
+		goto raced;
+	}
+	spin_unlock(&ud->lock);
+	return fresh;
+raced:
+	spin_unlock(&ud->lock);
+	unionfs_free_dinfo(fresh);
+	return NULL;
+}
+
+static int unionfs_key_test(struct inode *inode, void *data)
+{
+	return UNIONFS_I(inode)->key == data;
+}
+
+/*
+ * The one place that decides what a change means for @dentry: a new
+ * generation (branch table), a change in its parent's lower directories,
+ * its winning lower entry gone or replaced. @fresh is the name looked up
+ * again now; @locked: the parent's lock (shared) and the object's copy-up
+ * lock are held, so no change of ours is half done.
+ *
+ * - negative: stays negative in place (same table), else dropped;
+ * - the same object: refreshed in place (its range may differ);
+ * - another object of the same type: a directory (or a mountpoint) is
+ *   rekeyed to it in place, other objects are dropped (open files keep
+ *   theirs, new lookups find the new one);
+ * - gone from every branch, or another type: dropped, except a
+ *   mountpoint, and a directory unless @locked (it may only have been
+ *   renamed by us meanwhile): kept until its name is looked up again.
+ */
+static int unionfs_reval_decide(struct dentry *dentry,
+				struct unionfs_dentry_info *ud,
+				struct unionfs_dentry_info *fresh, bool locked)
+{
+	struct inode *inode = d_inode(dentry), *top, *other;
+	bool keep = d_mountpoint(dentry) || (d_is_dir(dentry) && !locked);
+
+	/*
+	 * A new table: what nobody uses (a reference besides the walk's:
+	 * a child, a cwd, an open file, a mount) is dropped, as cheap as
+	 * refreshing it, and leaves no old info behind.
+	 */
+	if (fresh->bt != ud->bt && !d_mountpoint(dentry) &&
+	    d_count(dentry) <= 1)
+		return UNIONFS_RV_DROP;
+	if (!inode)
+		return fresh->bstart < 0 && fresh->bt == ud->bt ?
+		       UNIONFS_RV_REFRESH : UNIONFS_RV_DROP;
+	if (fresh->bstart < 0)
+		return keep ? UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+	top = d_inode(fresh->lower[fresh->bstart]);
+	if (top == READ_ONCE(UNIONFS_I(inode)->key))
+		return UNIONFS_RV_REFRESH;
+	if ((top->i_mode ^ inode->i_mode) & S_IFMT)
+		return keep ? UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+	if (!S_ISDIR(inode->i_mode) && !d_mountpoint(dentry))
+		return UNIONFS_RV_DROP;
+	if (!locked)
+		return UNIONFS_RV_KEEP;
+	/* one union inode per lower object */
+	other = ilookup5_nowait(dentry->d_sb, (unsigned long)top,
+				unionfs_key_test, top);
+	if (other) {
+		iput(other);
+		return keep ? UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+	}
+	return UNIONFS_RV_REKEY;
+}
+
+/*
+ * Where did @fresh first differ from @ud (same table, @ud->lock held)?
+ * The branch, or -1 if the name is unchanged; *@kind the hazard.
+ */
+static int unionfs_reval_diff(struct unionfs_dentry_info *ud,
+			      struct unionfs_dentry_info *fresh, int *kind)
+{
+	int b;
+
+	for (b = 0; b < ud->nbr; b++) {
+		struct dentry *o = b >= ud->bstart && b <= ud->bend ?
+				   ud->lower[b] : NULL;
+		struct dentry *n = b >= fresh->bstart && b <= fresh->bend ?
+				   fresh->lower[b] : NULL;
+		bool wh = (ud->bwh == b) != (fresh->bwh == b) ||
+			  (ud->bopaque == b) != (fresh->bopaque == b);
+
+		if (o && n && d_inode(o) == d_inode(n) && !wh)
+			continue;
+		if (!o && !n && !wh)
+			continue;
+		if (o && !n && b == ud->bstart)
+			*kind = UNIONFS_HZ_VANISHED;
+		else if (o && n && d_inode(o) != d_inode(n))
+			*kind = UNIONFS_HZ_REPLACED;
+		else
+			*kind = UNIONFS_HZ_DIR_CHANGED;
+		return b;
+	}
+	return -1;
+}
+
+static const char *const unionfs_hazard_what[UNIONFS_HZ_MAX] = {
+	[UNIONFS_HZ_VANISHED]	 = "removed or renamed in the branch",
+	[UNIONFS_HZ_REPLACED]	 = "the branch entry is another object now",
+	[UNIONFS_HZ_DIR_CHANGED] = "the name changed in a branch directory",
+};
+
+/* The branch changed @name behind our back: count and report it. */
+static void unionfs_reval_hazard(struct dentry *dentry,
+				 struct unionfs_dentry_info *ud,
+				 struct unionfs_dentry_info *fresh,
+				 const struct qstr *name)
+{
+	int b, kind = UNIONFS_HZ_DIR_CHANGED;
+
+	spin_lock(&ud->lock);
+	b = unionfs_reval_diff(ud, fresh, &kind);
+	spin_unlock(&ud->lock);
+	if (b < 0)
+		return;
+	trace_unionfs_hazard(dentry->d_sb, unionfs_hazard_name(kind), b,
+			     name->name, unionfs_hazard_what[kind]);
+	unionfs_hazard_note(dentry->d_sb, kind, b, name->name, name->len,
+			    unionfs_hazard_what[kind], false);
+}
+
+static void unionfs_rekey(struct inode *inode, struct inode *key)
+{
+	remove_inode_hash(inode);
+	WRITE_ONCE(UNIONFS_I(inode)->key, key);
+	__insert_inode_hash(inode, (unsigned long)key);
+}
+
+/* The inode of a refreshed dentry follows its new branch vector. */
+static int unionfs_reval_inode(struct inode *inode,
+			       struct unionfs_dentry_info *ud, bool rekey)
+{
+	struct dentry *top;
+	int b, err = 0;
+
+	top = unionfs_lower_top_get_info(ud, &b);
+	if (!top)
+		return -ESTALE;
+	if (rekey)
+		unionfs_rekey(inode, d_inode(top));
+	if (!unionfs_vec_same(inode, ud))
+		err = unionfs_inode_set_vec(inode, ud);
+	unionfs_copy_attr(inode, d_inode(top));
+	dput(top);
+	return err;
+}
+
+/*
+ * Look @dentry's name up again and decide what it means
+ * (unionfs_reval_decide()). Ref-walk only. @why: what made it necessary.
+ */
+static int unionfs_reval_refresh(struct dentry *dentry,
+				 struct unionfs_dentry_info *ud,
+				 const char *why, long nseq, bool report)
+{
+	struct super_block *sb = dentry->d_sb;
+	int sbgen = unionfs_sb_gen(sb);
+	struct inode *inode = d_inode(dentry), *pinode;
+	struct unionfs_dentry_info *fresh, *cur;
+	struct name_snapshot name;
+	struct unionfs_dstate s0;
+	struct dentry *parent;
+	const struct cred *old;
+	bool plocked, culocked = false, locked;
+	int rv, ret, err;
+
+	parent = dget_parent(dentry);
+	pinode = d_inode(parent);
+	/*
+	 * As a lookup would, under the parent's lock: a change of ours in
+	 * this directory then is either done (and in the dentry) or not
+	 * started. Only tried: our caller may hold it.
+	 */
+	plocked = inode_trylock_shared(pinode);
+	if (plocked && dentry->d_parent != parent) {
+		inode_unlock_shared(pinode);
+		plocked = false;
+	}
+	if (inode)
+		culocked = mutex_trylock(&UNIONFS_I(inode)->cu_lock);
+	locked = plocked && (!inode || culocked);
+	take_dentry_name_snapshot(&name, dentry);
+	unionfs_dstate_get(dentry, ud, &s0);
+
+	ret = 1;
+	rv = UNIONFS_RV_KEEP;
+	fresh = NULL;
+	/* a parent built on an older table: an object in use keeps it */
+	if (READ_ONCE(unionfs_dbt(parent)->gen) != sbgen) {
+		if (!inode)
+			rv = UNIONFS_RV_DROP;
+		why = "parent-stale";
+		goto out;
+	}
+	/* a positive dentry changes only under its copy-up lock */
+	if (inode && !culocked)
+		goto out;
+	err = -ENOMEM;
+	fresh = unionfs_alloc_dinfo(unionfs_dbt(parent));
+	if (fresh) {
+		fresh->psnap = unionfs_dir_snap(pinode);
+		fresh->nseq = nseq;
+		old = unionfs_override_creds(sb);
+		err = unionfs_lookup_branches(parent, &name.name, fresh, 0,
+					      true);
+		revert_creds(old);
+	}
+	if (err) {
+		/* as the lookup would: fail the walk (a mountpoint stays) */
+		if (!d_mountpoint(dentry))
+			ret = err == -ESTALE ? 0 : err;
+		why = "lookup-error";
+		goto out;
+	}
+	rv = unionfs_reval_decide(dentry, ud, fresh, locked);
+	if (report && locked && fresh->bt == ud->bt)
+		unionfs_reval_hazard(dentry, ud, fresh, &name.name);
+	if (rv == UNIONFS_RV_REFRESH || rv == UNIONFS_RV_REKEY) {
+		cur = unionfs_dinfo_install(dentry, ud, fresh, &s0);
+		fresh = NULL;
+		if (!cur) {
+			rv = UNIONFS_RV_KEEP;	/* changed meanwhile */
+			why = "raced";
+			if (!inode)
+				rv = UNIONFS_RV_DROP;
+		} else if (inode) {
+			err = unionfs_reval_inode(inode, cur,
+						  rv == UNIONFS_RV_REKEY);
+			if (err)
+				ret = err;
+		}
+	}
+out:
+	if (rv == UNIONFS_RV_DROP)
+		ret = 0;
+	if (trace_unionfs_revalidate_enabled()) {
+		static const char *const res[] = {
+			[UNIONFS_RV_REFRESH]	= "refreshed",
+			[UNIONFS_RV_REKEY]	= "rekeyed",
+			[UNIONFS_RV_KEEP]	= "kept",
+			[UNIONFS_RV_DROP]	= "dropped",
+		};
+
+		trace_unionfs_revalidate(sb, name.name.name, ud->generation,
+					 sbgen, res[rv], why);
+	}
+	release_dentry_name_snapshot(&name);
+	unionfs_free_dinfo(fresh);
+	if (culocked)
+		mutex_unlock(&UNIONFS_I(inode)->cu_lock);
+	if (plocked)
+		inode_unlock_shared(pinode);
+	dput(parent);
+	return ret;
+}
+
+/*
+ * d_splice_alias() moved @alias, a directory dentry in use, to the name
+ * @src was just looked up for: it takes that state.
+ */
+void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src)
+{
+	struct unionfs_dentry_info *ud = READ_ONCE(alias->d_fsdata), *fresh;
+	struct inode *inode = d_inode(alias);
+	int b;
+
+	if (!ud || ud == src || !inode)
+		return;
+	fresh = unionfs_alloc_dinfo(src->bt);
+	if (!fresh)
+		return;		/* it is refreshed at its next use */
+	spin_lock(&src->lock);
+	fresh->bstart = src->bstart;
+	fresh->bend = src->bend;
+	fresh->bopaque = src->bopaque;
+	fresh->bwh = src->bwh;
+	fresh->psnap = src->psnap;
+	fresh->nseq = src->nseq;
+	for (b = max(src->bstart, 0); b <= src->bend; b++)
+		fresh->lower[b] = dget(src->lower[b]);
+	spin_unlock(&src->lock);
+	mutex_lock(&UNIONFS_I(inode)->cu_lock);
+	unionfs_dinfo_install(alias, ud, fresh, NULL);
+	mutex_unlock(&UNIONFS_I(inode)->cu_lock);
+}
+
+/*
+ * Does @dentry need a look at the branches? NULL if it is valid as it is,
+ * else why; -ECHILD (as an ERR_PTR) in RCU walk when only ref-walk can
+ * tell. *@report: a difference found then is a direct modification.
+ */
+static const char *unionfs_reval_need(struct dentry *dentry,
+				      struct unionfs_dentry_info *ud,
+				      unsigned int flags, long *nseq,
+				      bool *report)
+{
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	int sbgen = unionfs_sb_gen(sb);
 	int coh = READ_ONCE(sbi->coherency);
-	struct dentry *ld, *parent;
 	struct inode *pinode, *inode;
-	long nseq = 0;
+	struct dentry *parent, *ld;
+	const char *why = NULL;
 	int b, ret;
 	u64 snap;
 
-	if (!ud)
-		return 0;
-	if (IS_ROOT(dentry))
-		return 1;
-	if (READ_ONCE(ud->bt->gen) != sbgen) {
-		if (flags & LOOKUP_RCU)
-			return -ECHILD;
-		unionfs_trace_reval(dentry, ud, sbgen, "dropped", "generation");
-		return 0;
-	}
+	*report = false;
+	*nseq = atomic_long_read(&sbi->nseq);
+	if (READ_ONCE(ud->bt->gen) != sbgen)
+		return "generation";
 	/* A union dentry that went negative must be looked up afresh. */
-	if (d_really_is_negative(dentry) && READ_ONCE(ud->bstart) >= 0) {
-		if (flags & LOOKUP_RCU)
-			return -ECHILD;
-		unionfs_trace_reval(dentry, ud, sbgen,
-				    "dropped", "negative-with-branches");
-		return 0;
-	}
+	if (d_really_is_negative(dentry) && READ_ONCE(ud->bstart) >= 0)
+		return "negative-with-branches";
 	if (coh == UNIONFS_COH_NONE) {
-		unionfs_trace_reval(dentry, ud, sbgen,
-				    "valid", "coherency-none");
-		return 1;
+		unionfs_trace_reval(dentry, ud, sbgen, "valid",
+				    "coherency-none");
+		return NULL;
 	}
-	if (coh == UNIONFS_COH_NOTIFY) {
-		/* no direct change anywhere in the union since the last check */
-		nseq = atomic_long_read(&sbi->nseq);
-		if (READ_ONCE(ud->nseq) == nseq) {
-			unionfs_trace_reval(dentry, ud, sbgen,
-					    "valid", "notify-quiet");
-			return 1;
-		}
+	/* no direct change anywhere in the union since the last check */
+	if (coh == UNIONFS_COH_NOTIFY && READ_ONCE(ud->nseq) == *nseq) {
+		unionfs_trace_reval(dentry, ud, sbgen, "valid", "notify-quiet");
+		return NULL;
 	}
+	/* notify counted the change as it happened */
+	*report = coh == UNIONFS_COH_REVAL;
 	/*
 	 * Did an entry appear, vanish or get whited out in one of the
 	 * parent's lower directories since this name was looked up?
@@ -181,74 +559,84 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	parent = READ_ONCE(dentry->d_parent);
 	pinode = d_inode_rcu(parent);
 	if (!pinode)
-		return (flags & LOOKUP_RCU) ? -ECHILD : 0;
+		return "no-parent";
 	snap = unionfs_dir_snap(pinode);
-	if (snap != READ_ONCE(ud->psnap) && !d_mountpoint(dentry)) {
-		bool own = snap == READ_ONCE(UNIONFS_I(pinode)->snap);
+	if (snap != READ_ONCE(ud->psnap))
+		return snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
+		       "own-change" : "dir-changed";
+	if (d_really_is_negative(dentry))
+		goto valid;
 
-		if (flags & LOOKUP_RCU)
-			return -ECHILD;
-		if (!own)
-			unionfs_hazard(sb, UNIONFS_HZ_DIR_CHANGED, -1,
-				       dentry->d_name.name,
-				       "parent directory changed in a branch");
-		unionfs_trace_reval(dentry, ud, sbgen, "dropped",
-				    own ? "own-change" : "dir-changed");
-		return 0;
-	}
-	if (d_really_is_negative(dentry)) {
-		if (coh == UNIONFS_COH_NOTIFY)
-			WRITE_ONCE(ud->nseq, nseq);
-		unionfs_trace_reval(dentry, ud, sbgen,
-				    "valid", "negative-unchanged");
-		return 1;
-	}
-
+	/* the winning lower dentry is still there and the same object */
 	if (flags & LOOKUP_RCU) {
-		/* cheap checks only: the winning lower dentry is still there */
 		b = READ_ONCE(ud->bstart);
 		if (b < 0 || b >= ud->nbr)
-			return -ECHILD;
+			return ERR_PTR(-ECHILD);
 		ld = READ_ONCE(ud->lower[b]);
 		inode = d_inode_rcu(dentry);
 		if (!ld || d_unhashed(ld) || d_is_negative(ld) || !inode ||
 		    d_inode_rcu(ld) != READ_ONCE(UNIONFS_I(inode)->key))
-			return -ECHILD;
+			return "lower-changed";
 		if (ld->d_flags & DCACHE_OP_REVALIDATE)
-			return -ECHILD;
-		if (coh == UNIONFS_COH_NOTIFY)
-			WRITE_ONCE(ud->nseq, nseq);
-		unionfs_trace_reval(dentry, ud, sbgen, "valid", "unchanged");
-		return 1;
+			return ERR_PTR(-ECHILD);
+		goto valid;
 	}
-
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
-		return 0;
+		return "lower-gone";
 	ret = 1;
 	if (ld->d_flags & DCACHE_OP_REVALIDATE) {
 		ret = ld->d_op->d_revalidate(ld, flags);
 		if (ret == 0)
 			d_invalidate(ld);
 	}
-	if (ret > 0 && (d_unhashed(ld) || d_really_is_negative(ld))) {
-		unionfs_hazard(sb, UNIONFS_HZ_VANISHED, b, dentry->d_name.name,
-			       "removed or renamed in the branch");
-		unionfs_trace_reval(dentry, ud, sbgen, "stale", "lower-gone");
-		ret = 0;
-	} else if (ret > 0 && d_inode(ld) != UNIONFS_I(d_inode(dentry))->key) {
-		unionfs_hazard(sb, UNIONFS_HZ_REPLACED, b, dentry->d_name.name,
-			       "the branch entry is another object now");
-		unionfs_trace_reval(dentry, ud, sbgen,
-				    "stale", "lower-replaced");
-		ret = 0;
-	} else if (ret > 0) {
-		if (coh == UNIONFS_COH_NOTIFY)
-			WRITE_ONCE(ud->nseq, nseq);
-		unionfs_trace_reval(dentry, ud, sbgen, "valid", "unchanged");
-	}
+	if (ret <= 0 || d_unhashed(ld) || d_really_is_negative(ld))
+		why = "lower-gone";
+	else if (d_inode(ld) != UNIONFS_I(d_inode(dentry))->key)
+		why = "lower-replaced";
 	dput(ld);
-	return ret;
+	if (why)
+		return why;
+valid:
+	if (coh == UNIONFS_COH_NOTIFY)
+		WRITE_ONCE(ud->nseq, *nseq);
+	unionfs_trace_reval(dentry, ud, sbgen, "valid",
+			    d_really_is_negative(dentry) ?
+			    "negative-unchanged" : "unchanged");
+	return NULL;
+}
+
+static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct unionfs_dentry_info *ud = READ_ONCE(dentry->d_fsdata);
+	struct unionfs_dentry_info *old = NULL;
+	const char *why;
+	bool report;
+	long nseq;
+
+	if (!ud)
+		return 0;
+	if (IS_ROOT(dentry))
+		return 1;
+	/*
+	 * The infos a generation change replaced are for in-flight users,
+	 * who hold a reference: with only the walk's left, they are unused.
+	 */
+	if (unlikely(ud->prev) && !(flags & LOOKUP_RCU) &&
+	    d_count(dentry) <= 1) {
+		spin_lock(&ud->lock);
+		swap(old, ud->prev);
+		spin_unlock(&ud->lock);
+		unionfs_free_dinfo(old);
+	}
+	why = unionfs_reval_need(dentry, ud, flags, &nseq, &report);
+	if (!why)
+		return 1;
+	if (IS_ERR(why) || (flags & LOOKUP_RCU))
+		return -ECHILD;
+	if (!strcmp(why, "generation"))
+		report = false;	/* the branches were changed on purpose */
+	return unionfs_reval_refresh(dentry, ud, why, nseq, report);
 }
 
 /*

@@ -39,16 +39,19 @@ struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
 	return ud;
 }
 
+/* Free @ud and the infos it replaced (unionfs_dinfo_install()). */
 void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
 {
+	struct unionfs_dentry_info *prev;
 	int i;
 
-	if (!ud)
-		return;
-	for (i = 0; i < ud->nbr; i++)
-		dput(ud->lower[i]);
-	unionfs_bt_put(ud->bt);
-	kfree_rcu(ud, rcu);
+	for (; ud; ud = prev) {
+		prev = ud->prev;
+		for (i = 0; i < ud->nbr; i++)
+			dput(ud->lower[i]);
+		unionfs_bt_put(ud->bt);
+		kfree_rcu(ud, rcu);
+	}
 }
 
 char *unionfs_whname(const struct qstr *name)
@@ -450,6 +453,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	struct super_block *sb = dir->i_sb;
 	struct unionfs_dentry_info *ud;
 	struct inode *inode = NULL;
+	struct dentry *alias;
 	const struct cred *old;
 	int err;
 
@@ -478,5 +482,14 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 		}
 	}
 	dentry->d_fsdata = ud;
-	return d_splice_alias(inode, dentry);
+	alias = d_splice_alias(inode, dentry);
+	/*
+	 * A directory already has a dentry (in use: a cwd, an open file, a
+	 * mount below it) that d_splice_alias() moved here: it must take
+	 * what this lookup found, or it would keep the state that made it
+	 * stale, and be looked up again at every walk.
+	 */
+	if (!IS_ERR_OR_NULL(alias))
+		unionfs_dinfo_adopt(alias, ud);
+	return alias;
 }

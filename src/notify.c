@@ -33,8 +33,20 @@ const char *const unionfs_coherency_names[] = {
 	[UNIONFS_COH_NOTIFY]	= "notify",
 };
 
+/*
+ * Only events sent while the change is made, in the task making it: that
+ * is what tells the union's own changes (actors) from direct ones.
+ * FS_DELETE_SELF is not one: it comes when the last reference to the
+ * removed directory's dentry goes, and the union holds one (a cached
+ * union directory, an open file), so the union's own rmdir (or rename
+ * over a directory) delivered it after the branch call, outside the
+ * actor window, in whatever task dropped the reference: a false
+ * "removed". A directory removed directly is seen as the FS_DELETE of its
+ * parent's lower directory, watched as long as a union directory below
+ * it is cached.
+ */
 #define UNIONFS_NMASK	(FS_CREATE | FS_DELETE | FS_MOVED_FROM | FS_MOVED_TO | \
-			 FS_ATTRIB | FS_DELETE_SELF | FS_MOVE_SELF)
+			 FS_ATTRIB | FS_MOVE_SELF)
 
 struct unionfs_nmark {
 	struct fsnotify_mark fsn;
@@ -145,9 +157,6 @@ static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
 		kind = UNIONFS_HZ_RENAMED;
 		what = mask & FS_MOVED_TO ? "renamed into a branch dir" :
 		       "renamed away in the branch";
-	} else if (mask & FS_DELETE_SELF) {
-		kind = UNIONFS_HZ_REMOVED;
-		what = "branch directory removed";
 	} else {
 		kind = UNIONFS_HZ_ATTRIB;
 		what = "branch directory attributes changed";

@@ -142,6 +142,8 @@ struct unionfs_dentry_info {
 	long nseq;		/* coherency=notify: sbi->nseq when checked */
 	int nbr;		/* size of lower[] == bt->nbr */
 	struct unionfs_btable *bt;
+	/* info this one replaced on a generation change (freed with it) */
+	struct unionfs_dentry_info *prev;
 	struct list_head retired;
 	struct rcu_head rcu;
 	struct dentry *lower[];
@@ -341,6 +343,7 @@ bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 
 /* dentry.c */
 extern const struct dentry_operations unionfs_dops;
+void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src);
 
 /* inode.c */
 extern const struct inode_operations unionfs_main_iops;

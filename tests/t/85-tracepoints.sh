@@ -246,8 +246,9 @@ exec 7<&-
 tr_stop
 has_re "revalidate: root rebuilt in place on a generation bump" unionfs_revalidate \
 	"^$D name / gen ([0-9]+) sbgen [0-9]+ result rebuilt why incgen$"
-has_re "revalidate: older generation -> dropped generation" unionfs_revalidate \
-	"^$D name same gen ([0-9]+) sbgen [0-9]+ result dropped why generation$"
+# an object in use is not dropped: looked up again and refreshed in place
+has_re "revalidate: older generation -> refreshed generation" unionfs_revalidate \
+	"^$D name same gen ([0-9]+) sbgen [0-9]+ result refreshed why generation$"
 
 # ---- unionfs_hazard -------------------------------------------------------------------
 echo v > "$B1/hz"
@@ -257,7 +258,7 @@ rm "$B1/hz"                          # behind the union's back
 stat "$M/hz" >/dev/null 2>&1
 tr_stop
 has "hazard: lower removed, seen at revalidation (reval)" unionfs_hazard \
-	"$D kind dir_changed branch -1 name hz what parent directory changed in a branch"
+	"$D kind vanished branch 1 name hz what removed or renamed in the branch"
 mkdir -p "$T/nb0" "$T/nb1" "$T/mn"; echo v > "$T/nb1/hz2"
 mount -i -t unionfs -o "dirs=$T/nb0:$T/nb1=ro,coherency=notify" none "$T/mn"
 NDEV=$(stat -c '%Hd:%Ld' "$T/mn")

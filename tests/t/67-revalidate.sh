@@ -1,0 +1,220 @@
+#!/bin/bash
+# Revalidation keeps what is in use: a tmpfs mounted inside the union survives a change in
+# the union's root, a generation bump (remount,incgen) and a direct change in a branch
+# (coherency=reval and notify), and stays usable; a busy directory (a process's cwd) is not
+# looked up again on every walk after a change in its parent (a dentry refreshed in place
+# records its new state); a warm walk of an unchanged tree does no branch lookup. The
+# union's own changes are never reported as direct modifications: 4 workers create,
+# rename, remove and copy up through the union only (coherency=notify and reval) and the
+# hazard counters stay 0, dmesg has no "modified directly" and no "branch -1"; one direct
+# change made afterwards is still detected.
+# timeout: 300
+. "$(dirname "$0")/../lib.sh"
+. tests/unionfs-lib.sh
+require_guest
+mk_tmpdir
+TR=/sys/kernel/tracing
+OPS=${REVAL_OPS:-250}
+hzfile() { echo "/sys/kernel/debug/unionfs/mounts/$(stat -c '%Hd:%Ld' "$1")/hazards"; }
+hzsum() { awk '{ s += $2 } END { print s + 0 }' "$(hzfile "$1")"; }
+mounted() { awk -v d="$1" '$2 == d { n++ } END { print n + 0 }' /proc/mounts; }
+tr_on() { echo 0 > $TR/tracing_on; echo > $TR/trace; for e; do echo 1 > "$TR/events/unionfs/$e/enable"; done; echo 1 > $TR/tracing_on; }
+tr_off() { echo 0 > $TR/tracing_on; echo 0 > $TR/events/unionfs/enable; }
+tr_count() { grep -c " $1: dev $2 " $TR/trace; }
+
+# ---- mounts inside the union survive revalidation ---------------------------------------
+mountpoints() {	# mountpoints MODE
+	local mode=$1 d=$T/mp-$1 M B0 B1
+	mkdir -p "$d"; branch_fs tmpfs "$d" 2
+	M=$d/m B0=$d/b0 B1=$d/b1; mkdir -p "$M"
+	mkdir -p "$B1/a/b" "$B1/c" "$B0/a" "$B1/e/f"; echo lower > "$B1/lf"
+	check "$mode: mount" mount -i -t unionfs -o "dirs=$B0:$B1=ro,coherency=$mode" none "$M" || return
+	check "$mode: tmpfs on U/a/b" mount -t tmpfs inner1 "$M/a/b"
+	check "$mode: tmpfs on U/c" mount -t tmpfs inner2 "$M/c"
+	check "$mode: tmpfs on U/e/f" mount -t tmpfs inner3 "$M/e/f"
+	echo one > "$M/a/b/file"; echo two > "$M/c/file"; echo three > "$M/e/f/file"
+	touch "$M/newfile"			# a change in the union's root, through the union
+	stat "$M/a/b" "$M/c" "$M/e/f" > /dev/null
+	is "$mode: U/a/b still mounted after touch in the root" "$(mounted "$M/a/b")" 1
+	is "$mode: U/c still mounted after touch in the root" "$(mounted "$M/c")" 1
+	is "$mode: U/a/b usable after touch in the root" "$(cat "$M/a/b/file" 2>&1)" one
+	check "$mode: remount,incgen" mount -i -o remount,incgen "$M"
+	stat "$M/a/b" "$M/c" "$M/e/f" > /dev/null
+	is "$mode: U/c still mounted after remount,incgen" "$(mounted "$M/c")" 1
+	is "$mode: U/a/b still mounted after remount,incgen" "$(mounted "$M/a/b")" 1
+	is "$mode: U/c usable after remount,incgen" "$(cat "$M/c/file" 2>&1)" two
+	# direct changes in the branches: in the parent of a mount and of its parent
+	touch "$B1/direct1" "$B1/a/direct2"; mkdir "$B0/e"	# e now also in b0 (merged)
+	stat "$M/a/b" "$M/c" "$M/e/f" > /dev/null; ls "$M" "$M/a" "$M/e" > /dev/null
+	is "$mode: U/a/b still mounted after a direct change" "$(mounted "$M/a/b")" 1
+	is "$mode: U/c still mounted after a direct change" "$(mounted "$M/c")" 1
+	is "$mode: U/e/f still mounted after its parent got a new branch" "$(mounted "$M/e/f")" 1
+	is "$mode: U/e/f usable" "$(cat "$M/e/f/file" 2>&1)" three
+	is "$mode: the direct change is seen" "$(ls "$M/a" | tr '\n' ' ')" "b direct2 "
+	echo four > "$M/a/b/new"
+	is "$mode: a file written in the inner mount lands in the tmpfs, not a branch" \
+		"$(cat "$M/a/b/new" 2>&1):$(ls "$B0/a" "$B1/a/b" 2>/dev/null | grep -c new)" "four:0"
+	umount "$M/a/b" "$M/c" "$M/e/f"
+	check "$mode: umount" umount "$M"
+}
+for mode in reval notify; do mountpoints $mode; done
+
+# ---- a busy directory is not looked up again on every walk -------------------------------
+busy() {	# busy MODE
+	local mode=$1 d=$T/busy-$1 M B0 B1 pid n dev
+	mkdir -p "$d"; branch_fs tmpfs "$d" 2
+	M=$d/m B0=$d/b0 B1=$d/b1; mkdir -p "$M"
+	mkdir -p "$B1/d/s1/s2" "$B1/t/u"; echo x > "$B1/d/s1/x"; echo y > "$B1/t/u/y"
+	check "$mode: mount" mount -i -t unionfs -o "dirs=$B0:$B1=ro,coherency=$mode" none "$M" || return
+	dev=$(stat -c '%Hd:%Ld' "$M")
+	(cd "$M/d" && exec sleep 120) &
+	pid=$!
+	sleep 0.3
+	find "$M" > /dev/null
+	touch "$M/newfile"			# a change in its parent, through the union
+	[[ $mode == none ]] || touch "$B1/direct"	# and one behind its back
+	tr_on unionfs_lookup
+	for i in $(seq 10); do stat "$M/d" > /dev/null; done
+	tr_off
+	n=$(tr_count unionfs_lookup "$dev")
+	is "$mode: 10 stats of a busy directory after a change in its parent: at most 1 lookup" \
+		"$(( n <= 1 ))" 1
+	echo "# $mode: $n lookups"
+	find "$M" > /dev/null
+	tr_on unionfs_lookup unionfs_revalidate
+	find "$M" > /dev/null
+	tr_off
+	is "$mode: a warm walk of an unchanged tree does no branch lookup" \
+		"$(tr_count unionfs_lookup "$dev")" 0
+	is "$mode: the busy directory still resolves" "$(cat "$M/d/s1/x")" x
+	kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	check "$mode: umount" umount "$M"
+}
+for mode in reval notify none; do busy $mode; done
+
+# ---- no false hazards from the union's own changes ----------------------------------------
+cat > "$T/worker.py" <<'PY'
+import errno, os, random, sys
+kind, M, w, nops = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rnd = random.Random(w * 7919 + 17)
+dirs = ["d0", "d1", "d2", "d3"]
+ok = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EXDEV, errno.ENOTDIR, errno.EISDIR,
+      errno.ESTALE}
+done = 0
+
+def p(*a):
+    return os.path.join(M, *a)
+
+def look():
+    """walks that revalidate cached names (siblings of what the others change)"""
+    d = rnd.choice(dirs)
+    try:
+        for n in os.listdir(p(d))[:8]:
+            try:
+                os.lstat(p(d, n))
+            except OSError:
+                pass
+    except OSError:
+        pass
+
+for i in range(nops):
+    d, d2 = rnd.choice(dirs), rnd.choice(dirs)
+    try:
+        if kind == "create":
+            with open(p(d, "c%d_%d" % (w, i % 40)), "w") as f:
+                f.write("x" * rnd.randrange(100))
+            if i % 5 == 0:
+                os.mkdir(p(d, "cd%d_%d" % (w, i)))
+        elif kind == "rename":
+            a = p(d, "r%d_%d" % (w, i % 20))
+            with open(a, "w") as f:
+                f.write("r")
+            os.rename(a, p(d2, "r%d_%d" % (w, (i + 7) % 20)))
+            if i % 4 == 0:
+                x = p(d, "rd%d_%d" % (w, i % 10))
+                os.makedirs(x, exist_ok=True)
+                os.rename(x, p(d2, "rd%d_%d" % (w, (i + 3) % 10)))
+        elif kind == "remove":
+            f = p(d, "x%d_%d" % (w, i % 30))
+            open(f, "w").close()
+            os.unlink(f)
+            if i % 3 == 0:
+                x = p(d, "xd%d_%d" % (w, i % 10))
+                os.mkdir(x)
+                open(os.path.join(x, "in"), "w").close()
+                os.unlink(os.path.join(x, "in"))
+                os.rmdir(x)
+            if i < 40:	# lower names: whiteouts, lower dirs with whiteout cleaning
+                n = p(dirs[i % 4], "L%d" % i)
+                if os.path.isdir(n):
+                    for c in os.listdir(n):
+                        os.unlink(os.path.join(n, c))
+                    os.rmdir(n)
+                elif os.path.exists(n):
+                    os.unlink(n)
+        elif kind == "copyup":
+            n = p(dirs[i % 4], "U%d" % (i % 60))
+            if os.path.isdir(n):
+                with open(os.path.join(n, "new%d" % i), "w") as f:
+                    f.write("c")
+            else:
+                with open(n, "a") as f:
+                    f.write("a%d\n" % i)
+            if i % 7 == 0:
+                os.chmod(n, 0o755)
+        done += 1
+    except OSError as e:
+        if e.errno not in ok:
+            print("worker %s %d op %d: %s" % (kind, w, i, e), file=sys.stderr)
+            sys.exit(1)
+    look()
+print(done)
+PY
+
+own_changes() {	# own_changes MODE
+	local mode=$1 d=$T/own-$1 M B0 B1 B2 pids=() i k rc=0 hz
+	mkdir -p "$d"; branch_fs tmpfs "$d" 3
+	M=$d/m B0=$d/b0 B1=$d/b1 B2=$d/b2; mkdir -p "$M"
+	for i in 0 1 2 3; do mkdir -p "$B0/d$i" "$B1/d$i" "$B2/d$i"; done
+	for i in $(seq 0 39); do
+		if ((i % 2)); then mkdir -p "$B2/d$((i % 4))/L$i"; echo l > "$B2/d$((i % 4))/L$i/f"
+		else echo l > "$B1/d$((i % 4))/L$i"; fi
+	done
+	for i in $(seq 0 59); do
+		if ((i % 3 == 0)); then mkdir -p "$B2/d$((i % 4))/U$i"; echo u > "$B2/d$((i % 4))/U$i/f"
+		else echo u > "$B$((1 + i % 2))/d$((i % 4))/U$i"; fi
+	done
+	dmesg_mark
+	check "$mode: mount 3 branches" mount -i -t unionfs \
+		-o "dirs=$B0:$B1=ro:$B2=ro,coherency=$mode" none "$M" || return
+	find "$M" > /dev/null
+	i=0
+	for k in create rename remove copyup; do
+		timeout -s KILL 150 python3 "$T/worker.py" $k "$M" $i "$OPS" > "$d/w$i.out" 2>&1 &
+		pids+=($!); i=$((i + 1))
+	done
+	for i in 0 1 2 3; do wait "${pids[$i]}" || rc=1; done
+	is "$mode: 4 workers ran $OPS ops each through the union" "$rc" 0 ||
+		echo "# $(cat "$d"/w*.out | tail -n 5)"
+	echo "# $mode: ops done per worker: $(cat "$d"/w*.out | tr '\n' ' ')"
+	find "$M" > /dev/null; ls -lR "$M" > /dev/null
+	hz=$(hzsum "$M")
+	is "$mode: no hazard counted for the union's own changes" "$hz" 0 ||
+		echo "# $(tr '\n' ' ' < "$(hzfile "$M")")"
+	is "$mode: no 'modified directly' in dmesg" "$(dmesg_since_mark | grep -c 'modified directly')" 0 ||
+		echo "# $(dmesg_since_mark | grep 'modified directly' | head -n 3)"
+	is "$mode: no 'branch -1' in dmesg" "$(dmesg_since_mark | grep -c 'branch -1')" 0
+	# positive control: one direct change is still detected, with its branch
+	echo hi > "$B1/d1/ctl"
+	stat "$M/d1/ctl" > /dev/null 2>&1
+	rm "$B1/d1/ctl"
+	stat "$M/d1/ctl" > /dev/null 2>&1
+	is "$mode: a direct change of a branch is detected" "$(( $(hzsum "$M") >= 1 ))" 1
+	is "$mode: ...and reported once, naming branch 1" \
+		"$(dmesg_since_mark | grep 'modified directly' | grep -c "branch 1[,)]")" 1
+	is "$mode: dmesg clean" "$(dmesg_bad | head -n 3)" ""
+	check "$mode: umount" umount "$M"
+}
+own_changes notify
+own_changes reval
+finish
