@@ -14,6 +14,7 @@
 #           union (sync -f).
 #   boot 3: checks boot 2; and once a deliberately wrong checksum, which the checker must
 #           report (the negative control: this test sees lost data).
+# timeout: 600
 . "$(dirname "$0")/../lib.sh"
 cd "$(dirname "$0")/../.." || exit 2
 for t in mkfs.ext4 sha256sum; do
