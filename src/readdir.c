@@ -483,10 +483,42 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 			     int datasync)
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
+	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	int b, bstart, bend, err, ret = 0;
 
-	if (fi->lower && unionfs_br_writable(fi->br))
-		return vfs_fsync_range(fi->lower, start, end, datasync);
-	return 0;
+	if (fi->lower) {
+		if (unionfs_br_writable(fi->br))
+			return vfs_fsync_range(fi->lower, start, end, datasync);
+		return 0;
+	}
+	/*
+	 * A merged directory has no branch file open: sync the directory in
+	 * every writable branch that holds it (names created, renamed or
+	 * whited out through the union live there).
+	 */
+	unionfs_get_range(dentry, &bstart, &bend);
+	for (b = max(bstart, 0); bstart >= 0 && b <= bend; b++) {
+		struct dentry *ld;
+		struct file *lf;
+
+		if (!unionfs_branch_writable(bt, b))
+			continue;
+		ld = unionfs_lower_dentry_get(dentry, b);
+		if (!ld)
+			continue;
+		lf = unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
+				     current_cred());
+		dput(ld);
+		err = PTR_ERR_OR_ZERO(lf);
+		if (!err) {
+			err = vfs_fsync_range(lf, start, end, datasync);
+			fput(lf);
+		}
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
 }
 
 const struct file_operations unionfs_dir_fops = {

@@ -139,12 +139,56 @@ static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 	return 0;
 }
 
+/*
+ * syncfs(2) on the union: sync every writable branch's file system once
+ * (branches often share one). Only with @wait: sync_filesystem() of a branch
+ * does its own nowait pass then its waiting pass, so doing it for the
+ * union's nowait call too would only write twice. sync(2) and emergency
+ * sync skip us (SB_I_SKIP_SYNC): they walk every superblock, the branches'
+ * included. The branch's s_umount is taken shared, as overlayfs does for its
+ * upper layer: a frozen branch makes sync_filesystem() return at once (its
+ * data is already on disk), and a branch being frozen waits for us, never
+ * the other way round, since we hold nothing it needs.
+ */
+static int unionfs_sync_fs(struct super_block *sb, int wait)
+{
+	struct unionfs_btable *bt;
+	int i, j, err, ret = 0;
+
+	if (!wait)
+		return 0;
+	bt = unionfs_bt_get(sb);
+	for (i = 0; i < bt->nbr; i++) {
+		struct super_block *lsb = bt->br[i]->path.mnt->mnt_sb;
+
+		if (!unionfs_branch_writable(bt, i))
+			continue;
+		for (j = 0; j < i; j++)
+			if (bt->br[j]->path.mnt->mnt_sb == lsb &&
+			    unionfs_branch_writable(bt, j))
+				break;
+		if (j < i)
+			continue;	/* this file system is done */
+		down_read(&lsb->s_umount);
+		err = sync_filesystem(lsb);
+		up_read(&lsb->s_umount);
+		if (err && !ret)
+			ret = err;
+	}
+	unionfs_bt_put(bt);
+	/* syncfs(2) reports errors through the union's writeback errseq */
+	if (ret)
+		errseq_set(&sb->s_wb_err, ret);
+	return ret;
+}
+
 static const struct super_operations unionfs_sops = {
 	.alloc_inode	= unionfs_alloc_inode,
 	.free_inode	= unionfs_free_inode,
 	.evict_inode	= unionfs_evict_inode,
 	.drop_inode	= unionfs_drop_inode,
 	.statfs		= unionfs_statfs,
+	.sync_fs	= unionfs_sync_fs,
 	.show_options	= unionfs_show_options,
 };
 
@@ -492,6 +536,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_maxbytes = maxbytes;
 	sb->s_time_gran = 1;
 	sb->s_flags |= SB_POSIXACL;
+	sb->s_iflags |= SB_I_SKIP_SYNC;	/* sync(2) syncs the branches itself */
 
 	ud = unionfs_root_dinfo(bt);
 	if (!ud)
