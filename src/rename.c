@@ -179,8 +179,9 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 			goto out_unlock;
 		made_wh = true;
 	}
+	/* RENAME_NOREPLACE: also a name made in the branch behind our back */
 	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
-				d_inode(lnew_parent), lnew, 0);
+				d_inode(lnew_parent), lnew, flags);
 	cred = unionfs_override_creds(sb);
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, t, lold_parent,
