@@ -5,9 +5,11 @@
  * A union file wraps one open branch file. The union keeps no page cache
  * of its own: reads, writes and mmap go to the branch file, so page cache
  * and mmaps stay coherent with the branch. Opening for write (or with
- * O_TRUNC) a file whose winning branch is read-only copies it up first;
- * descriptors opened before a copy-up keep reading the original, which a
- * copy-up never changes.
+ * O_TRUNC) a file whose winning branch is read-only copies it up first.
+ * A descriptor opened before a copy-up (or before any other change of the
+ * winning branch) moves to the new winner at its next operation
+ * (unionfs_real_get()), as overlayfs' do since 4.19; mappings made before
+ * stay on the original (docs/usage.md).
  */
 #include "union.h"
 #include "lower.h"
@@ -19,6 +21,7 @@
 #include <linux/mman.h>
 #include <linux/falloc.h>
 
+/* The per-call flags of @ifl, for the branch file (RWF_APPEND: writes). */
 static rwf_t unionfs_iocb_to_rwf(int ifl)
 {
 	rwf_t flags = 0;
@@ -31,6 +34,8 @@ static rwf_t unionfs_iocb_to_rwf(int ifl)
 		flags |= RWF_DSYNC;
 	if (ifl & IOCB_SYNC)
 		flags |= RWF_SYNC;
+	if (ifl & IOCB_APPEND)
+		flags |= RWF_APPEND;
 	return flags;
 }
 
@@ -55,6 +60,7 @@ static int unionfs_open(struct inode *inode, struct file *file)
 	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
 	if (!fi)
 		return -ENOMEM;
+	spin_lock_init(&fi->lock);
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld) {
 		kfree(fi);
@@ -70,44 +76,142 @@ static int unionfs_open(struct inode *inode, struct file *file)
 	fi->lower = lf;
 	fi->br = unionfs_br_open(unionfs_dbt(dentry), b);
 	fi->generation = unionfs_sb_gen(sb);
+	/* RWF_NOWAIT where the branch file takes it */
+	file->f_mode |= lf->f_mode & FMODE_NOWAIT;
 	file->private_data = fi;
 	return 0;
+}
+
+/* Drop a union file's own reference to its branch file @lf on @br. */
+static void unionfs_real_release(struct file *lf, struct unionfs_branch *br)
+{
+	atomic_dec(&br->open_files);
+	unionfs_branch_put(br);
+	fput(lf);
 }
 
 static int unionfs_release(struct inode *inode, struct file *file)
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 
-	atomic_dec(&fi->br->open_files);
-	unionfs_branch_put(fi->br);
-	fput(fi->lower);
+	unionfs_real_release(fi->lower, fi->br);
 	kfree(fi);
 	return 0;
 }
 
-/* fcntl(F_SETFL) only changes the union file: carry O_APPEND down. */
-static void unionfs_sync_flags(struct file *file, struct file *lower)
+/* Has @file's dentry another winning lower inode than @lf's? */
+static bool unionfs_real_stale(struct file *file, struct file *lf)
 {
-	if ((file->f_flags ^ lower->f_flags) & (O_APPEND | O_NONBLOCK)) {
-		spin_lock(&lower->f_lock);
-		lower->f_flags = (lower->f_flags & ~(O_APPEND | O_NONBLOCK)) |
-				 (file->f_flags & (O_APPEND | O_NONBLOCK));
-		spin_unlock(&lower->f_lock);
+	struct unionfs_dentry_info *ud = UNIONFS_D(file->f_path.dentry);
+	struct inode *li = NULL;
+
+	if (!ud)
+		return false;
+	spin_lock(&ud->lock);
+	if (ud->bstart >= 0 && ud->lower[ud->bstart])
+		li = d_inode(ud->lower[ud->bstart]);
+	spin_unlock(&ud->lock);
+	return li && li != file_inode(lf);
+}
+
+/*
+ * The branch file to use now, referenced (fput() it when done). When the
+ * winning lower inode of @file's dentry is no longer the one its branch
+ * file was opened on (a copy-up through another descriptor, a setattr or
+ * xattr change, a link), a branch file is opened on the current winner
+ * with @file's flags and the mounter's credentials (the opener's
+ * permission was checked at open, as for the original) and replaces the
+ * old one; users of the old one keep their reference until they are done.
+ * The union file's position is the one that counts: callers pass it down.
+ */
+static struct file *unionfs_real_get(struct file *file)
+{
+	struct unionfs_file_info *fi = UNIONFS_F(file);
+	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_branch *br, *obr;
+	struct file *lf, *nf, *ret;
+	struct dentry *ld;
+	int b;
+
+	spin_lock(&fi->lock);
+	lf = get_file(fi->lower);
+	spin_unlock(&fi->lock);
+	if (likely(!unionfs_real_stale(file, lf)))
+		return lf;
+
+	ld = unionfs_lower_top_get(dentry, &b);
+	if (!ld || !d_is_reg(ld)) {
+		dput(ld);
+		return lf;	/* not a file we could switch to */
 	}
+	nf = unionfs_do_open(unionfs_dbt(dentry), b, ld, file->f_flags,
+			     UNIONFS_SB(dentry->d_sb)->creator_cred);
+	dput(ld);
+	if (IS_ERR(nf)) {
+		fput(lf);
+		return nf;
+	}
+	br = unionfs_br_open(unionfs_dbt(dentry), b);
+	spin_lock(&fi->lock);
+	if (fi->lower == lf) {
+		fi->lower = nf;
+		obr = fi->br;
+		fi->br = br;
+		ret = get_file(nf);
+		spin_unlock(&fi->lock);
+		unionfs_real_release(lf, obr);	/* the union file's reference */
+	} else {
+		/* another caller switched meanwhile: use its file */
+		ret = get_file(fi->lower);
+		spin_unlock(&fi->lock);
+		unionfs_real_release(nf, br);
+	}
+	fput(lf);
+	return ret;
+}
+
+#define UNIONFS_SETFL_MASK (O_APPEND | O_NONBLOCK | O_NDELAY | O_DIRECT | \
+			    O_NOATIME)
+
+/*
+ * fcntl(F_SETFL) only changes the union file: carry its flags down (and
+ * the per-file iocb flags the branch file's I/O starts from). O_DIRECT
+ * on a branch file that cannot do it: EINVAL, as open() would give.
+ */
+static int unionfs_sync_flags(struct file *file, struct file *lower)
+{
+	unsigned int fl = READ_ONCE(file->f_flags) & UNIONFS_SETFL_MASK;
+
+	if (likely(!((fl ^ READ_ONCE(lower->f_flags)) & UNIONFS_SETFL_MASK)))
+		return 0;
+	if ((fl & O_DIRECT) && !(lower->f_mode & FMODE_CAN_ODIRECT))
+		return -EINVAL;
+	spin_lock(&lower->f_lock);
+	lower->f_flags = (lower->f_flags & ~UNIONFS_SETFL_MASK) | fl;
+	lower->f_iocb_flags = iocb_flags(lower);
+	spin_unlock(&lower->f_lock);
+	return 0;
 }
 
 static ssize_t unionfs_read_iter(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct file *file = iocb->ki_filp;
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct file *lower;
 	ssize_t ret;
 
 	if (!iov_iter_count(iter))
 		return 0;
-	unionfs_sync_flags(file, lower);
-	ret = vfs_iter_read(lower, iter, &iocb->ki_pos,
-			    unionfs_iocb_to_rwf(iocb->ki_flags));
-	fsstack_copy_attr_atime(file_inode(file), file_inode(lower));
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower))
+		return PTR_ERR(lower);
+	ret = unionfs_sync_flags(file, lower);
+	if (!ret) {
+		ret = vfs_iter_read(lower, iter, &iocb->ki_pos,
+				    unionfs_iocb_to_rwf(iocb->ki_flags &
+							~IOCB_APPEND));
+		fsstack_copy_attr_atime(file_inode(file), file_inode(lower));
+	}
+	fput(lower);
 	return ret;
 }
 
@@ -115,16 +219,27 @@ static ssize_t unionfs_write_iter(struct kiocb *iocb, struct iov_iter *iter)
 {
 	struct file *file = iocb->ki_filp;
 	struct inode *inode = file_inode(file);
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct file *lower;
 	ssize_t ret;
 
 	if (!iov_iter_count(iter))
 		return 0;
-	inode_lock(inode);
-	unionfs_sync_flags(file, lower);
-	ret = file_remove_privs(file);
+	if (iocb->ki_flags & IOCB_NOWAIT) {
+		if (!inode_trylock(inode))
+			return -EAGAIN;
+	} else {
+		inode_lock(inode);
+	}
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower)) {
+		inode_unlock(inode);
+		return PTR_ERR(lower);
+	}
+	ret = unionfs_sync_flags(file, lower);
+	if (!ret)
+		ret = file_remove_privs(file);
 	if (!ret) {
-		/* the branch file positions O_APPEND at its real end */
+		/* O_APPEND, RWF_APPEND: the branch file writes at its end */
 		file_start_write(lower);
 		ret = vfs_iter_write(lower, iter, &iocb->ki_pos,
 				     unionfs_iocb_to_rwf(iocb->ki_flags));
@@ -132,6 +247,7 @@ static ssize_t unionfs_write_iter(struct kiocb *iocb, struct iov_iter *iter)
 	}
 	unionfs_copy_attr(inode, file_inode(lower));
 	inode_unlock(inode);
+	fput(lower);
 	return ret;
 }
 
@@ -140,32 +256,44 @@ static ssize_t unionfs_splice_write(struct pipe_inode_info *pipe,
 				    size_t len, unsigned int flags)
 {
 	struct inode *inode = file_inode(file);
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct file *lower;
 	ssize_t ret;
 
 	inode_lock(inode);
-	unionfs_sync_flags(file, lower);
-	file_start_write(lower);
-	ret = iter_file_splice_write(pipe, lower, ppos, len, flags);
-	file_end_write(lower);
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower)) {
+		inode_unlock(inode);
+		return PTR_ERR(lower);
+	}
+	ret = unionfs_sync_flags(file, lower);
+	if (!ret) {
+		file_start_write(lower);
+		ret = iter_file_splice_write(pipe, lower, ppos, len, flags);
+		file_end_write(lower);
+	}
 	unionfs_copy_attr(inode, file_inode(lower));
 	inode_unlock(inode);
+	fput(lower);
 	return ret;
 }
 
 static loff_t unionfs_llseek(struct file *file, loff_t offset, int whence)
 {
 	struct inode *inode = file_inode(file);
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct file *lower;
 	loff_t ret;
 
 	if (whence == SEEK_CUR && offset == 0)
 		return file->f_pos;
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower))
+		return PTR_ERR(lower);
 	inode_lock(inode);
 	lower->f_pos = file->f_pos;
 	ret = vfs_llseek(lower, offset, whence);
 	file->f_pos = lower->f_pos;
 	inode_unlock(inode);
+	fput(lower);
 	return ret;
 }
 
@@ -173,21 +301,37 @@ static int unionfs_fsync(struct file *file, loff_t start, loff_t end,
 			 int datasync)
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
+	struct file *lower;
+	bool writable;
+	int ret = 0;
 
-	if (!unionfs_br_writable(fi->br))
-		return 0;
-	return vfs_fsync_range(fi->lower, start, end, datasync);
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower))
+		return PTR_ERR(lower);
+	spin_lock(&fi->lock);
+	writable = fi->lower == lower && unionfs_br_writable(fi->br);
+	spin_unlock(&fi->lock);
+	if (writable)
+		ret = vfs_fsync_range(lower, start, end, datasync);
+	fput(lower);
+	return ret;
 }
 
 static int unionfs_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct file *lower;
 
 	if (WARN_ON_ONCE(file != vma->vm_file))
 		return -EIO;
-	if (!lower->f_op->mmap)
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower))
+		return PTR_ERR(lower);
+	if (!lower->f_op->mmap) {
+		fput(lower);
 		return -ENODEV;
-	vma_set_file(vma, lower);
+	}
+	vma_set_file(vma, lower);	/* the mapping holds its own reference */
+	fput(lower);
 	return call_mmap(vma->vm_file, vma);
 }
 
@@ -195,31 +339,51 @@ static long unionfs_fallocate(struct file *file, int mode, loff_t offset,
 			      loff_t len)
 {
 	struct inode *inode = file_inode(file);
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct file *lower;
 	long ret;
 
 	inode_lock(inode);
+	lower = unionfs_real_get(file);
+	if (IS_ERR(lower)) {
+		inode_unlock(inode);
+		return PTR_ERR(lower);
+	}
 	ret = file_remove_privs(file);
 	if (!ret)
 		ret = vfs_fallocate(lower, mode, offset, len);
 	unionfs_copy_attr(inode, file_inode(lower));
 	inode_unlock(inode);
+	fput(lower);
 	return ret;
 }
 
 static int unionfs_fadvise(struct file *file, loff_t offset, loff_t len,
 			   int advice)
 {
-	return vfs_fadvise(UNIONFS_F(file)->lower, offset, len, advice);
+	struct file *lower = unionfs_real_get(file);
+	int ret;
+
+	if (IS_ERR(lower))
+		return PTR_ERR(lower);
+	ret = vfs_fadvise(lower, offset, len, advice);
+	fput(lower);
+	return ret;
 }
 
+/* Called on every close of a descriptor: no switch here, only a flush. */
 static int unionfs_flush(struct file *file, fl_owner_t id)
 {
-	struct file *lower = UNIONFS_F(file)->lower;
+	struct unionfs_file_info *fi = UNIONFS_F(file);
+	struct file *lower;
+	int ret = 0;
 
+	spin_lock(&fi->lock);
+	lower = get_file(fi->lower);
+	spin_unlock(&fi->lock);
 	if (lower->f_op->flush)
-		return lower->f_op->flush(lower, id);
-	return 0;
+		ret = lower->f_op->flush(lower, id);
+	fput(lower);
+	return ret;
 }
 
 const struct file_operations unionfs_main_fops = {

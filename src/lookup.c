@@ -459,6 +459,8 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 
 	if (unionfs_is_whname(dentry->d_name.name, dentry->d_name.len))
 		return ERR_PTR(-EPERM);
+	if (dentry->d_name.len > UNIONFS_NAME_MAX)
+		return ERR_PTR(-ENAMETOOLONG);
 
 	ud = unionfs_alloc_dinfo(unionfs_dbt(dentry->d_parent));
 	if (!ud)

@@ -65,7 +65,8 @@ static void unionfs_dentry_narrow(struct dentry *dentry, int t,
 static int unionfs_rename_locked(struct inode *old_dir,
 				 struct dentry *old_dentry,
 				 struct inode *new_dir,
-				 struct dentry *new_dentry)
+				 struct dentry *new_dentry,
+				 unsigned int flags)
 {
 	struct super_block *sb = old_dir->i_sb;
 	struct dentry *old_parent = old_dentry->d_parent;
@@ -205,8 +206,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		}
 	}
 	revert_creds(cred);
+	/* RENAME_NOREPLACE: also a name made in the branch behind our back */
 	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
-				d_inode(lnew_parent), lnew, 0);
+				d_inode(lnew_parent), lnew, flags);
 	cred = unionfs_override_creds(sb);
 	if (!err && nud->bwh == t)
 		unionfs_remove_whiteout_locked(bt, t, lnew_parent,
@@ -297,7 +299,8 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 	mutex_lock(&UNIONFS_I(a)->cu_lock);
 	if (b)
 		mutex_lock_nested(&UNIONFS_I(b)->cu_lock, SINGLE_DEPTH_NESTING);
-	err = unionfs_rename_locked(old_dir, old_dentry, new_dir, new_dentry);
+	err = unionfs_rename_locked(old_dir, old_dentry, new_dir, new_dentry,
+				    flags);
 	if (b)
 		mutex_unlock(&UNIONFS_I(b)->cu_lock);
 	mutex_unlock(&UNIONFS_I(a)->cu_lock);

@@ -33,6 +33,13 @@
 
 #define UNIONFS_WHPFX		".wh."
 #define UNIONFS_WHLEN		4
+/*
+ * The longest name the union takes: room for the ".wh." of its whiteout
+ * (statfs reports branch 0's limit less 4, i.e. this on every fs with a
+ * NAME_MAX limit). Longer names get ENAMETOOLONG from lookup, hence from
+ * every call that names them (lookup.c).
+ */
+#define UNIONFS_NAME_MAX	(NAME_MAX - UNIONFS_WHLEN)
 #define UNIONFS_DIR_OPAQUE	".wh.__dir_opaque"
 #define UNIONFS_DIR_OPAQUE_LEN	16
 /* Temporary names: a whiteout of ".wh.*", which no union name can be. */
@@ -195,6 +202,7 @@ struct unionfs_file_info {
 	struct unionfs_branch *br;	/* its branch, referenced */
 	int generation;
 	struct unionfs_rdcache *rdcache;	/* merged readdir state */
+	spinlock_t lock;	/* regular files: guards lower, br (file.c) */
 };
 
 static inline struct unionfs_sb_info *UNIONFS_SB(struct super_block *sb)

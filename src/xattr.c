@@ -2,12 +2,16 @@
 /*
  * unionfs: extended attributes. Reads come from the winning branch;
  * changes copy the object up first and are made on the writable copy with
- * the caller's credentials (the branch fs checks them).
+ * the caller's credentials (the branch fs checks them). What the branch
+ * would refuse is refused before the copy-up, so that a refused change
+ * copies nothing up (unionfs_xattr_precheck()).
  */
 #include "union.h"
 #include "lower.h"
 
 #include <linux/xattr.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 
 static int unionfs_xattr_get(const struct xattr_handler *handler,
 			     struct dentry *dentry, struct inode *inode,
@@ -24,6 +28,74 @@ static int unionfs_xattr_get(const struct xattr_handler *handler,
 	return ret;
 }
 
+/*
+ * Before a change of @dentry's xattr @name copies it up: refuse what the
+ * branch would refuse anyway. The VFS has already run xattr_permission()
+ * and the security modules on the union inode, whose owner, mode and
+ * flags mirror the winning branch's; left are the branch fs's own checks:
+ * a namespace the writable branch's fs does not have (EOPNOTSUPP), a
+ * POSIX ACL (set_posix_acl(): a malformed value, a default ACL on a
+ * non-directory, a caller not the owner), a removal or XATTR_REPLACE of
+ * an attribute the object does not have (ENODATA) and XATTR_CREATE of one
+ * it has (EEXIST); copy-up copies every xattr the target fs can hold.
+ * Returns 0 to go on, 1 for "nothing to do" (the removal of a default ACL
+ * of a non-directory), or -errno.
+ */
+static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
+				  const char *name, const void *value,
+				  size_t size, int flags)
+{
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct dentry *ld, *root;
+	bool acl_access, acl_default;
+	int b, t, err = 0;
+	ssize_t ret;
+
+	ld = unionfs_lower_top_get(dentry, &b);
+	if (!ld)
+		return -ESTALE;
+	if (unionfs_branch_writable(bt, b))
+		goto out;	/* no copy-up: the branch fs decides */
+	t = unionfs_nearest_writable(bt, b);
+	if (t < 0)
+		goto out;	/* the copy-up says why */
+	root = bt->br[t]->path.dentry;
+	ret = __vfs_getxattr(root, d_inode(root), name, NULL, 0);
+	if (ret == -EOPNOTSUPP) {
+		err = ret;
+		goto out;
+	}
+	acl_access = !strcmp(name, XATTR_NAME_POSIX_ACL_ACCESS);
+	acl_default = !strcmp(name, XATTR_NAME_POSIX_ACL_DEFAULT);
+	if (acl_access || acl_default) {
+		if (value) {
+			struct posix_acl *acl;
+
+			acl = posix_acl_from_xattr(&init_user_ns, value, size);
+			if (IS_ERR(acl)) {
+				err = PTR_ERR(acl);
+				goto out;
+			}
+			posix_acl_release(acl);
+		}
+		if (acl_default && !S_ISDIR(inode->i_mode))
+			err = value ? -EACCES : 1;
+		else if (!inode_owner_or_capable(&init_user_ns, inode))
+			err = -EPERM;
+		goto out;
+	}
+	if (value && !(flags & (XATTR_CREATE | XATTR_REPLACE)))
+		goto out;
+	ret = __vfs_getxattr(ld, d_inode(ld), name, NULL, 0);
+	if (ret == -ENODATA && (!value || (flags & XATTR_REPLACE)))
+		err = -ENODATA;
+	else if (ret >= 0 && value && (flags & XATTR_CREATE))
+		err = -EEXIST;
+out:
+	dput(ld);
+	return err;
+}
+
 static int unionfs_xattr_set(const struct xattr_handler *handler,
 			     struct user_namespace *mnt_userns,
 			     struct dentry *dentry, struct inode *inode,
@@ -34,6 +106,9 @@ static int unionfs_xattr_set(const struct xattr_handler *handler,
 	struct dentry *ld;
 	int b, err;
 
+	err = unionfs_xattr_precheck(dentry, inode, name, value, size, flags);
+	if (err)
+		return err < 0 ? err : 0;
 	err = unionfs_copyup_for_write(dentry, "xattr", -1);
 	if (err)
 		return err;
