@@ -6,8 +6,7 @@
  *     add=/new[=ro|rw]          insert /new as branch 0 (highest priority)
  *     add=/existing:/new[=m]    insert /new just before /existing
  *     add=:/new[=m]             append /new as the lowest branch
- *     del=/branch               remove a branch (EBUSY while files are open on it;
- *                               otherwise its file system is released at once)
+ *     del=/branch               remove a branch (EBUSY while files are open on it)
  *     mode=/branch=ro|rw        change a branch's mode
  *     incgen                    bump the generation only
  *
@@ -15,10 +14,7 @@
  * the union exactly as it was. A new table bumps the superblock generation:
  * dentries built against an older table fail d_revalidate and are looked up
  * again; objects still in use (open files, cwd) keep the table they were
- * built with, whose branches stay pinned until the last user goes. Except
- * after a del=: every union dentry and inode is then rebuilt against the
- * new table (unionfs_release_deleted()), so that only open files of a
- * branch pin it, and del= refuses while there are any.
+ * built with, whose branches stay pinned until the last user goes.
  */
 #include "union.h"
 
@@ -110,7 +106,6 @@ struct unionfs_work {
 	struct unionfs_branch *br[UNIONFS_MAX_BRANCHES];
 	int mode[UNIONFS_MAX_BRANCHES];
 	int added;			/* new branch objects in br[] */
-	int deleted;			/* del= commands applied */
 };
 
 static int unionfs_find_branch(struct unionfs_work *w, const char *name,
@@ -279,7 +274,6 @@ static int unionfs_cmd_del(struct unionfs_work *w, char *arg)
 		return -EBUSY;
 	}
 	unionfs_branch_put(w->br[i]);
-	w->deleted++;
 	memmove(&w->br[i], &w->br[i + 1], (w->n - i - 1) * sizeof(w->br[0]));
 	memmove(&w->mode[i], &w->mode[i + 1],
 		(w->n - i - 1) * sizeof(w->mode[0]));
@@ -357,226 +351,6 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 	return 0;
 }
 
-/* --- releasing deleted branches ------------------------------------------ */
-
-/* Index in @bt of branch @i of @old, or -1 if @bt does not list it. */
-static int unionfs_remap(struct unionfs_btable *old, int i,
-			 struct unionfs_btable *bt)
-{
-	return i < 0 || i >= old->nbr ? -1 : unionfs_bt_index(bt, old->br[i]);
-}
-
-/*
- * A copy of @old (a dentry's vector) built against @bt: the lower dentries
- * of branches @bt still lists, at their new indexes; the others dropped.
- */
-static struct unionfs_dentry_info *
-unionfs_dinfo_remap(struct unionfs_dentry_info *old, struct unionfs_btable *bt)
-{
-	struct unionfs_dentry_info *ud = unionfs_alloc_dinfo(bt);
-	int i, j;
-
-	if (!ud)
-		return NULL;
-	spin_lock(&old->lock);
-	for (i = max(old->bstart, 0); old->bstart >= 0 && i <= old->bend &&
-	     i < old->nbr; i++) {
-		j = unionfs_remap(old->bt, i, bt);
-		if (j < 0 || !old->lower[i])
-			continue;
-		ud->lower[j] = dget(old->lower[i]);
-		if (ud->bstart < 0 || j < ud->bstart)
-			ud->bstart = j;
-		if (j > ud->bend)
-			ud->bend = j;
-	}
-	ud->bopaque = unionfs_remap(old->bt, old->bopaque, bt);
-	ud->bwh = unionfs_remap(old->bt, old->bwh, bt);
-	ud->psnap = old->psnap;
-	ud->nseq = old->nseq - 1;	/* notify: check it on next use */
-	spin_unlock(&old->lock);
-	return ud;
-}
-
-/*
- * Rebuild @inode's lower vector against @bt. Returns true if the inode
- * must leave the inode hash: the lower inode it is hashed by (its key) was
- * in a branch @bt does not list, and may be freed and its address reused.
- */
-static bool unionfs_ivec_remap(struct inode *inode, struct unionfs_btable *bt)
-{
-	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-	struct unionfs_ivec *old, *vec;
-	bool unhash = false, stale;
-	int i, j;
-
-	rcu_read_lock();
-	old = rcu_dereference(ui->vec);
-	stale = old && old->bt != bt;
-	rcu_read_unlock();
-	if (!stale)
-		return false;
-	vec = kzalloc(struct_size(vec, lower, bt->nbr), GFP_KERNEL);
-	if (!vec)
-		return false;
-	vec->nbr = bt->nbr;
-	refcount_inc(&bt->ref);
-	vec->bt = bt;
-	vec->bstart = -1;
-	vec->bend = -1;
-	spin_lock(&inode->i_lock);
-	old = rcu_dereference_protected(ui->vec,
-					lockdep_is_held(&inode->i_lock));
-	if (!old || old->bt == bt) {	/* rebuilt meanwhile */
-		spin_unlock(&inode->i_lock);
-		unionfs_bt_put(bt);
-		kfree(vec);
-		return false;
-	}
-	for (i = max(old->bstart, 0); old->bstart >= 0 && i <= old->bend &&
-	     i < old->nbr; i++) {
-		struct inode *li = old->lower[i];
-
-		j = unionfs_remap(old->bt, i, bt);
-		if (!li)
-			continue;
-		if (j < 0) {
-			if (li == ui->key)
-				unhash = true;
-			continue;
-		}
-		vec->lower[j] = igrab(li);
-		if (vec->bstart < 0)
-			vec->bstart = j;
-		vec->bend = j;
-	}
-	/*
-	 * Hashed by a deleted branch's inode: it leaves the hash, and is
-	 * known by its new top lower inode while in use (d_revalidate
-	 * compares the winning lower inode with the key).
-	 */
-	if (unhash && vec->bstart >= 0)
-		WRITE_ONCE(ui->key, vec->lower[vec->bstart]);
-	spin_unlock(&inode->i_lock);
-	if (vec->bstart < 0)
-		unhash = true;
-	unionfs_notify_adopt(vec, inode->i_sb);
-	spin_lock(&inode->i_lock);
-	old = rcu_replace_pointer(ui->vec, vec, lockdep_is_held(&inode->i_lock));
-	spin_unlock(&inode->i_lock);
-	unionfs_ivec_free(old);
-	return unhash;
-}
-
-/* Rebuild one alias of @inode still built against another table; 1 if done. */
-static int unionfs_alias_remap(struct inode *inode, struct unionfs_btable *bt)
-{
-	struct unionfs_dentry_info *ud, *old;
-	struct dentry *d, *found = NULL;
-	bool done;
-
-	spin_lock(&inode->i_lock);
-	hlist_for_each_entry(d, &inode->i_dentry, d_u.d_alias) {
-		old = READ_ONCE(d->d_fsdata);
-		if (old && old->bt != bt) {
-			found = dget(d);
-			break;
-		}
-	}
-	spin_unlock(&inode->i_lock);
-	if (!found)
-		return 0;
-	if (IS_ROOT(found)) {		/* unionfs_publish() rebuilt it */
-		dput(found);
-		return 0;
-	}
-	/*
-	 * Keep out the operations that change a vector or build children
-	 * against it: those holding the inode's lock (lookups, creations and
-	 * removals in a directory, setattr) or its copy-up lock.
-	 */
-	inode_lock(inode);
-	mutex_lock(&UNIONFS_I(inode)->cu_lock);
-	old = found->d_fsdata;
-	done = old->bt == bt;		/* rebuilt meanwhile */
-	ud = done ? NULL : unionfs_dinfo_remap(old, bt);
-	if (ud) {
-		spin_lock(&found->d_lock);
-		WRITE_ONCE(found->d_fsdata, ud);
-		spin_unlock(&found->d_lock);
-	}
-	mutex_unlock(&UNIONFS_I(inode)->cu_lock);
-	inode_unlock(inode);
-	dput(found);
-	if (!ud)
-		return done ? 1 : -ENOMEM;
-	/* its lower dentries and its table (with the deleted branch) go now */
-	unionfs_free_dinfo(old);
-	return 1;
-}
-
-/*
- * After branches were deleted (@bt published): let go of everything that
- * still holds them, so that their file systems can be unmounted at once.
- * Unused dentries and inodes are dropped; every union inode still cached
- * or in use (cwd, open directories, mount points) gets a vector built
- * against @bt, and so does every dentry of it: their lower dentries and
- * inodes of the deleted branches are released, and so are the old tables
- * (the branches' paths). Open files are not an issue: del refuses while a
- * file of the branch is open. Called with bt_lock and s_umount held.
- */
-static void unionfs_release_deleted(struct super_block *sb,
-				    struct unionfs_btable *bt)
-{
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
-	struct unionfs_dentry_info *ud, *tmp;
-	struct inode *inode, *prev = NULL;
-	int n, failed = 0;
-
-	shrink_dcache_sb(sb);
-	spin_lock(&sb->s_inode_list_lock);
-	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
-		spin_lock(&inode->i_lock);
-		if (inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) {
-			spin_unlock(&inode->i_lock);
-			continue;
-		}
-		__iget(inode);
-		spin_unlock(&inode->i_lock);
-		spin_unlock(&sb->s_inode_list_lock);
-
-		/* bounded: each round rebuilds one alias or stops */
-		for (n = 0; n < 1024; n++) {
-			int r = unionfs_alias_remap(inode, bt);
-
-			if (r < 0)
-				failed++;
-			if (r <= 0)
-				break;
-		}
-		if (unionfs_ivec_remap(inode, bt))
-			remove_inode_hash(inode);
-		iput(prev);
-		prev = inode;
-		cond_resched();
-		spin_lock(&sb->s_inode_list_lock);
-	}
-	spin_unlock(&sb->s_inode_list_lock);
-	iput(prev);
-	/* the root's earlier vectors, kept for lock-free readers */
-	inode_lock(d_inode(sb->s_root));
-	list_for_each_entry_safe(ud, tmp, &sbi->retired, retired) {
-		list_del(&ud->retired);
-		unionfs_free_dinfo(ud);
-	}
-	inode_unlock(d_inode(sb->s_root));
-	/* vectors are freed after a grace period, by the work queue */
-	unionfs_inode_wq_flush();
-	if (failed)
-		pr_warn("%s: del: %d union dentries could not be rebuilt (out of memory); the deleted branch stays busy until they go\n",
-			sb->s_id, failed);
-}
-
 /*
  * Apply the remount commands in @cmds ("add=..\ndel=..\n..."). Called with
  * s_umount held for writing.
@@ -649,8 +423,6 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 		} else {
 			for (i = 0; i < w->n; i++)
 				WRITE_ONCE(bt->br[i]->mode, w->mode[i]);
-			if (w->deleted)
-				unionfs_release_deleted(sb, bt);
 			pr_info("%s: branches changed, generation %d\n",
 				sb->s_id, atomic_read(&sbi->generation));
 		}
