@@ -535,6 +535,56 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 }
 
 /*
+ * The inode (cu_lock held) may have been copied up to @t through another
+ * alias of it, whose dentry info was updated while @dentry's was not (a
+ * name looked up again while a copy-up was in flight). Copying again would
+ * find the name taken (EEXIST): take the published copy instead, if the
+ * name in @t is the very inode the union inode now has there. Returns 0
+ * when adopted, 1 when there is nothing to adopt, or a negative errno.
+ */
+static int unionfs_copyup_adopt(struct dentry *dentry, struct dentry *parent,
+				int t)
+{
+	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	struct unionfs_btable *bt = ud->bt;
+	struct unionfs_ivec *vec;
+	struct inode *li = NULL;
+	struct dentry *lparent, *ld;
+	int ret = 1;
+
+	rcu_read_lock();
+	vec = rcu_dereference(UNIONFS_I(d_inode(dentry))->vec);
+	if (vec && vec->bt == bt && t < vec->nbr && vec->bstart >= 0 &&
+	    vec->bstart <= t)
+		li = vec->lower[t];
+	rcu_read_unlock();
+	if (!li || d_is_dir(dentry))
+		return 1;
+	lparent = unionfs_lower_dentry_get(parent, t);
+	if (!lparent)
+		return 1;
+	ld = unionfs_do_lookup(bt, t, lparent, dentry->d_name.name,
+			       dentry->d_name.len);
+	dput(lparent);
+	if (IS_ERR_OR_NULL(ld))
+		return ld ? PTR_ERR(ld) : 1;
+	if (d_inode(ld) == li) {
+		spin_lock(&ud->lock);
+		if (!ud->lower[t]) {
+			ud->lower[t] = dget(ld);
+			if (ud->bstart < 0 || t < ud->bstart)
+				ud->bstart = t;
+			if (t > ud->bend)
+				ud->bend = t;
+		}
+		spin_unlock(&ud->lock);
+		ret = 0;
+	}
+	dput(ld);
+	return ret;
+}
+
+/*
  * Give the object @dentry a copy in branch @t (docs/concepts.md, "Copy-up
  * with several writable branches"). Done when it has one there. An object
  * whose winning copy is below @t is copied up and wins from then on; a
@@ -567,6 +617,9 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		dput(newld);
 		return 0;	/* there already, or done meanwhile */
 	}
+	err = unionfs_copyup_adopt(dentry, parent, t);
+	if (err <= 0)
+		return err;	/* another alias copied it up meanwhile */
 	src = unionfs_lower_top_get(dentry, &b);
 	if (!src)
 		return -ESTALE;
@@ -718,7 +771,8 @@ int unionfs_copyup_dir(struct dentry *dir, int t)
 			parent = dget_parent(d);
 		}
 		dput(ld);
-		mutex_lock(&UNIONFS_I(d_inode(d))->cu_lock);
+		mutex_lock_nested(&UNIONFS_I(d_inode(d))->cu_lock,
+				  UNIONFS_CU_ANCESTOR);
 		err = unionfs_copyup_locked(d, parent, t, "parent", -1);
 		mutex_unlock(&UNIONFS_I(d_inode(d))->cu_lock);
 		if (!err) {

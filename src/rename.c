@@ -179,6 +179,15 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	err = -ENOTEMPTY;
 	if (trap == lnew)
 		goto out_unlock;
+	/*
+	 * RENAME_NOREPLACE: the VFS checked the union's name; a name made in
+	 * the branch behind our back (not seen with coherency=none) must not
+	 * be replaced either, and the branch fs's ->rename leaves that check
+	 * to the VFS's syscall path.
+	 */
+	err = -EEXIST;
+	if ((flags & RENAME_NOREPLACE) && d_really_is_positive(lnew))
+		goto out_unlock;
 	err = -ESTALE;
 	if (stash && lnew != ltarget)
 		goto out_unlock;	/* changed in the branch */
@@ -206,7 +215,6 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		}
 	}
 	revert_creds(cred);
-	/* RENAME_NOREPLACE: also a name made in the branch behind our back */
 	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
 				d_inode(lnew_parent), lnew, flags);
 	cred = unionfs_override_creds(sb);

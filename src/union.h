@@ -5,6 +5,30 @@
  * Design after "Unionfs try #4" (2007): branches with priorities and
  * ro/rw modes, lookup by priority, whiteouts ".wh.NAME", opaque directories
  * ".wh.__dir_opaque", duplicate elimination, copy-up, generation numbers.
+ *
+ * Lock order, outermost first (checked by lockdep on the debug kernel,
+ * make check-debug):
+ *   1. the VFS's: s_vfs_rename_mutex; union directory i_rwsem, parent
+ *      before child; the union object's i_rwsem.
+ *   2. cu_lock of the union object an operation changes (copy-up, unlink,
+ *      rmdir, link, rename); a rename takes the source's and a replaced
+ *      target's in address order (subclass SINGLE_DEPTH_NESTING for the
+ *      second).
+ *   3. cu_lock of an ancestor directory being copied up to make room for
+ *      it (unionfs_copyup_dir: one at a time, subclass UNIONFS_CU_ANCESTOR).
+ *      Never the other way round: nothing holding an ancestor's cu_lock
+ *      waits for a descendant's.
+ *   4. the branch's freeze protection (mnt_want_write or, per data chunk
+ *      of a copy-up, file_start_write): one level at a time, never nested
+ *      on one branch superblock.
+ *   5. branch directory i_rwsem (I_MUTEX_PARENT; lock_rename for two),
+ *      then the branch object's.
+ *   6. spinlocks: a dentry info's lock, inode->i_lock, d_lock.
+ * Credentials: objects the union makes for itself in a branch (copy-up
+ * temporaries, whiteouts, opaque markers, directory cleaning) are made
+ * with the mounter's credentials (unionfs_override_creds); what the caller
+ * asked for is checked against the caller's first (VFS permission on the
+ * union inode, which mirrors the branch's owner, mode and ACLs).
  */
 #ifndef _UNIONFS_UNION_H
 #define _UNIONFS_UNION_H
@@ -30,6 +54,8 @@
 
 #define UNIONFS_SUPER_MAGIC	0xf15f083d
 #define UNIONFS_MAX_BRANCHES	128
+/* lockdep subclass of an ancestor's cu_lock (see the lock order above) */
+#define UNIONFS_CU_ANCESTOR	2
 
 #define UNIONFS_WHPFX		".wh."
 #define UNIONFS_WHLEN		4

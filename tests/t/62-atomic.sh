@@ -201,8 +201,8 @@ def race(path, other):
                     os.rename(path, other)
                 else:
                     os.unlink(path)
-            except OSError:
-                os._exit(1)
+            except OSError as e:
+                os._exit(e.errno or 1)	# the errno, for the diagnostics
             os._exit(0)
         pids.append(pid)
     return [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
@@ -214,14 +214,14 @@ for i in range(rounds):
         rc = race(a, None)
         if rc[1] != 0 or os.path.exists(a):
             bad_rm += 1
-            print(f"r{i}: rm exit {rc[1]}, exists after rm: {os.path.exists(a)}")
+            print(f"r{i}: rm exit {rc[1]} ({os.strerror(rc[1]) if rc[1] > 0 else ''}), exists after rm: {os.path.exists(a)}")
     else:
         rc = race(a, b)
         ok = rc[1] == 0 and not os.path.exists(a) and os.path.exists(b) and \
             open(b, "rb").read() == want
         if not ok:
             bad_mv += 1
-            print(f"r{i}: mv exit {rc[1]}, old {os.path.exists(a)}, new {os.path.exists(b)}")
+            print(f"r{i}: mv exit {rc[1]} ({os.strerror(rc[1]) if rc[1] > 0 else ''}), old {os.path.exists(a)}, new {os.path.exists(b)}")
 print(f"RESULT {bad_rm} {bad_mv}")
 PY
 )
