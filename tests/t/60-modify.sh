@@ -90,13 +90,13 @@ is "copy_file_range" "$(cat "$M/cfr")" low
 out=$(python3 - "$M/shared" <<'PY'
 import os, sys
 p = sys.argv[1]
-r = os.open(p, os.O_RDONLY)            # opened before the copy-up: original branch
+r = os.open(p, os.O_RDONLY)            # opened before the copy-up: follows it (issue 21 item 12)
 w = os.open(p, os.O_WRONLY | os.O_TRUNC)  # triggers the copy-up
 os.write(w, b"writer\n")
 print(os.read(r, 100).decode().strip(), open(p).read().strip())
 PY
 )
-is "reader opened before a copy-up keeps the original; new opens see the copy" "$out" "reader writer"
+is "a reader opened before a copy-up reads the copy, as new opens do" "$out" "writer writer"
 check "umount" umount "$M"
 
 # unprivileged user: refused writes leave nothing behind
