@@ -19,7 +19,8 @@ hzfile() { echo "/sys/kernel/debug/unionfs/mounts/$(stat -c '%Hd:%Ld' "$1")/haza
 hzsum() { awk '{ s += $2 } END { print s + 0 }' "$(hzfile "$1")"; }
 mounted() { awk -v d="$1" '$2 == d { n++ } END { print n + 0 }' /proc/mounts; }
 tr_on() { echo 0 > $TR/tracing_on; echo > $TR/trace; for e; do echo 1 > "$TR/events/unionfs/$e/enable"; done; echo 1 > $TR/tracing_on; }
-tr_off() { echo 0 > $TR/tracing_on; echo 0 > $TR/events/unionfs/enable; }
+# (tracing_on back to 1 afterwards: the next test files expect the default)
+tr_off() { echo 0 > $TR/tracing_on; echo 0 > $TR/events/unionfs/enable; echo 1 > $TR/tracing_on; }
 tr_count() { grep -c " $1: dev $2 " $TR/trace; }
 
 # ---- mounts inside the union survive revalidation ---------------------------------------

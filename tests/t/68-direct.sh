@@ -24,7 +24,7 @@ echo w > "$B1/wh"
 check "$mode: mount" mount -i -t unionfs -o "dirs=$B0:$B1=ro$opt" none "$M"
 cat "$M/f" "$M/g" "$M/h" "$M/d/x" "$M/wh" > /dev/null; ls "$M" "$M/d" > /dev/null
 cat "$M/new" 2>/dev/null	# a cached negative entry
-echo > $TR/trace; echo 1 > $TR/events/unionfs/unionfs_hazard/enable
+echo > $TR/trace; echo 1 > $TR/events/unionfs/unionfs_hazard/enable; echo 1 > $TR/tracing_on
 dmesg_mark
 
 echo NEW > "$B1/new"
