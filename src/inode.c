@@ -560,20 +560,14 @@ static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
 					   struct dentry *lparent,
 					   struct dentry *ld, umode_t mode)
 {
-	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
-	char name[sizeof(UNIONFS_TMPPFX) + 24];
 	const struct cred *old;
 	struct dentry *tmp;
 	int err;
 
-	snprintf(name, sizeof(name), UNIONFS_TMPPFX "%llu",
-		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
-	tmp = lookup_one_len(name, lparent, strlen(name));
+	tmp = unionfs_tmp_lookup(bt, lparent);
 	if (IS_ERR(tmp))
 		return tmp;
-	err = d_really_is_positive(tmp) ? -EEXIST : 0;
-	if (!err)
-		err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp, mode);
+	err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp, mode);
 	if (err) {
 		dput(tmp);
 		return ERR_PTR(err);

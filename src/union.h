@@ -482,6 +482,8 @@ void unionfs_remove_tmpdir_locked(struct unionfs_btable *bt, int bindex,
 int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lower_dir, bool must_be_empty);
 char *unionfs_whname(const struct qstr *name);
+struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
+				  struct dentry *lparent);
 
 /* rename.c */
 int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,

@@ -301,6 +301,28 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 }
 
 /*
+ * A negative branch dentry for a fresh temporary name in @lparent, which
+ * the caller holds locked: invisible in the union (a whiteout of a ".wh."
+ * name). -EEXIST if the name is taken (made in the branch behind us).
+ */
+struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
+				  struct dentry *lparent)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
+	char name[sizeof(UNIONFS_TMPPFX) + 24];
+	struct dentry *tmp;
+
+	snprintf(name, sizeof(name), UNIONFS_TMPPFX "%llu",
+		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
+	tmp = lookup_one_len(name, lparent, strlen(name));
+	if (!IS_ERR(tmp) && d_really_is_positive(tmp)) {
+		dput(tmp);
+		tmp = ERR_PTR(-EEXIST);
+	}
+	return tmp;
+}
+
+/*
  * Move the directory @ld out of the union's way: rename it, in one atomic
  * step, to a fresh temporary name (invisible in the union) in @lparent,
  * which the caller holds locked with write access. On success @ld names
@@ -311,20 +333,13 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 int unionfs_stash_locked(struct unionfs_btable *bt, int bindex,
 			 struct dentry *lparent, struct dentry *ld)
 {
-	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
-	char name[sizeof(UNIONFS_TMPPFX) + 24];
-	struct dentry *tmp;
+	struct dentry *tmp = unionfs_tmp_lookup(bt, lparent);
 	int err;
 
-	snprintf(name, sizeof(name), UNIONFS_TMPPFX "%llu",
-		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
-	tmp = lookup_one_len(name, lparent, strlen(name));
 	if (IS_ERR(tmp))
 		return PTR_ERR(tmp);
-	err = -EEXIST;
-	if (d_really_is_negative(tmp))
-		err = unionfs_do_rename(bt, bindex, d_inode(lparent), ld,
-					d_inode(lparent), tmp, 0);
+	err = unionfs_do_rename(bt, bindex, d_inode(lparent), ld,
+				d_inode(lparent), tmp, 0);
 	dput(tmp);
 	return err;
 }
