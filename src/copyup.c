@@ -440,7 +440,7 @@ out_unlock:
 			goto out_cleanup;
 	}
 	if (opaque && S_ISDIR(st.mode))
-		err = unionfs_make_opaque(bt, t, tmp, "copyup");
+		err = unionfs_make_opaque(bt, t, tmp, NULL, "copyup");
 	if (!err)
 		err = unionfs_copy_xattrs(bt, t, src, tmp);
 	if (!err)

@@ -573,7 +573,8 @@ static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
 		return ERR_PTR(err);
 	}
 	old = unionfs_override_creds(bt->sb);
-	err = unionfs_make_opaque(bt, t, tmp, "mkdir-over-whiteout");
+	err = unionfs_make_opaque(bt, t, tmp, ld,
+				  "mkdir-over-whiteout");
 	revert_creds(old);
 	if (!err)
 		err = unionfs_do_rename(bt, t, d_inode(lparent), tmp,

@@ -137,7 +137,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	cred = unionfs_override_creds(sb);
 	if (isdir) {
 		/* logically empty (or wholly ours): mark opaque before moving */
-		err = unionfs_make_opaque_new(bt, t, lold, "rename",
+		err = unionfs_make_opaque_new(bt, t, lold, NULL, "rename",
 					      &made_opaque);
 		if (!err && d_really_is_positive(new_dentry)) {
 			/* a replaced directory holding whiteouts is stashed */

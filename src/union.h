@@ -464,10 +464,11 @@ int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 			    int bindex, const char *reason);
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
-			struct dentry *lower_dir, const char *reason);
+			struct dentry *lower_dir, const struct dentry *shown,
+			const char *reason);
 int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
-			    struct dentry *lower_dir, const char *reason,
-			    bool *created);
+			    struct dentry *ldir, const struct dentry *shown,
+			    const char *reason, bool *created);
 int unionfs_remove_opaque(struct unionfs_btable *bt, int bindex,
 			  struct dentry *lower_dir);
 int unionfs_scan_whiteouts(struct unionfs_btable *bt, int bindex,

@@ -106,11 +106,12 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 /*
  * Mark @ldir opaque; *@created tells whether the marker is new (so that a
  * failed operation can take it back). Caller has write access and
- * overrides creds.
+ * overrides creds. The event names @shown (the name the directory gets in
+ * the union, when it is marked under a temporary name), or @ldir.
  */
 int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
-			    struct dentry *ldir, const char *reason,
-			    bool *created)
+			    struct dentry *ldir, const struct dentry *shown,
+			    const char *reason, bool *created)
 {
 	struct dentry *d;
 	int err;
@@ -131,17 +132,19 @@ int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 		dput(d);
 	}
 	inode_unlock(d_inode(ldir));
-	unionfs_trace_marker(unionfs_opaque_mark, bt, ldir, UNIONFS_DIR_OPAQUE,
-			     bindex, reason, err);
+	unionfs_trace_marker(unionfs_opaque_mark, bt, shown ?: ldir,
+			     UNIONFS_DIR_OPAQUE, bindex, reason, err);
 	return err;
 }
 
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
-			struct dentry *ldir, const char *reason)
+			struct dentry *ldir, const struct dentry *shown,
+			const char *reason)
 {
 	bool created;
 
-	return unionfs_make_opaque_new(bt, bindex, ldir, reason, &created);
+	return unionfs_make_opaque_new(bt, bindex, ldir, shown, reason,
+				       &created);
 }
 
 /* Take back an opaque marker made by a failed operation. */
