@@ -37,9 +37,44 @@ void unionfs_branch_put(struct unionfs_branch *br)
 {
 	if (!br || !refcount_dec_and_test(&br->ref))
 		return;
-	path_put(&br->path);
+	if (br->private_mnt) {
+		dput(br->path.dentry);
+		kern_unmount(br->path.mnt);
+	} else {
+		path_put(&br->path);
+	}
 	kfree(br->name);
 	kfree(br);
+}
+
+/*
+ * Hold a validated branch through a private clone of its mount (as
+ * overlayfs holds its layers): the union never keeps the mount the user
+ * named busy, so the branch file system can be unmounted as soon as the
+ * union has let go of it (after del=, or while the union uses it: its
+ * superblock then lives on until the union's last reference). The clone
+ * is rooted at the branch directory and carries the mount's flags.
+ */
+int unionfs_branch_hold(struct unionfs_branch *br)
+{
+	struct vfsmount *mnt;
+
+	if (br->private_mnt)
+		return 0;
+	mnt = clone_private_mount(&br->path);
+	if (IS_ERR(mnt))
+		return PTR_ERR(mnt);
+	path_put(&br->path);
+	br->path.mnt = mnt;
+	br->path.dentry = dget(mnt->mnt_root);
+	br->private_mnt = true;
+	return 0;
+}
+
+/* Does @path name @br's directory (through any mount of its file system)? */
+bool unionfs_branch_is(struct unionfs_branch *br, const struct path *path)
+{
+	return path->dentry == br->path.dentry;
 }
 
 void unionfs_bt_put(struct unionfs_btable *bt)
@@ -117,7 +152,7 @@ static int unionfs_find_branch(struct unionfs_work *w, const char *name,
 	err = kern_path(name, LOOKUP_FOLLOW, &path);
 	if (!err) {
 		for (i = 0; i < w->n; i++)
-			if (path_equal(&path, &w->br[i]->path))
+			if (unionfs_branch_is(w->br[i], &path))
 				break;
 		path_put(&path);
 		if (i < w->n)
@@ -236,6 +271,12 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 	err = -ENOMEM;
 	if (!br->name)
 		goto out_put;
+	err = unionfs_branch_hold(br);
+	if (err) {
+		pr_warn("remount: add: '%*pE': cannot hold a private mount of it (%d)\n",
+			(int)strlen(path), path, err);
+		goto out_put;
+	}
 	br->id = sbi->next_branch_id;	/* committed only on success */
 	br->fsidx = UNIONFS_MAX_BRANCHES + br->id;
 	for (i = 0; i < w->n; i++)
@@ -255,9 +296,7 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 	sbi->next_branch_id++;
 	return 0;
 out_put:
-	path_put(&br->path);
-	kfree(br->name);
-	kfree(br);
+	unionfs_branch_put(br);
 	return err;
 }
 
@@ -348,6 +387,7 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 				 cause);
 	unionfs_bt_put(oldbt);
 	shrink_dcache_sb(sb);
+	unionfs_prune_inodes(sb);
 	return 0;
 }
 

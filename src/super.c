@@ -67,10 +67,43 @@ static int unionfs_drop_inode(struct inode *inode)
 					lockdep_is_held(&inode->i_lock));
 	if (!vec)
 		return 1;
+	/* built on a replaced branch table: its references may pin a branch */
+	if (vec->bt != rcu_access_pointer(UNIONFS_SB(inode->i_sb)->bt))
+		return 1;
 	for (b = max(vec->bstart, 0); b <= vec->bend && b < vec->nbr; b++)
 		if (vec->lower[b] && !vec->lower[b]->i_nlink)
 			return 1;
 	return 0;
+}
+
+/*
+ * After a branch change: evict the unused cached inodes built on an older
+ * table (unionfs_drop_inode drops them at their last iput), so that they
+ * release what they hold of a deleted branch now rather than at memory
+ * reclaim. Same walk as drop_pagecache_sb(); called with s_umount held.
+ */
+void unionfs_prune_inodes(struct super_block *sb)
+{
+	struct inode *inode, *toput = NULL;
+
+	spin_lock(&sb->s_inode_list_lock);
+	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
+		spin_lock(&inode->i_lock);
+		if ((inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) ||
+		    atomic_read(&inode->i_count)) {
+			spin_unlock(&inode->i_lock);
+			continue;
+		}
+		__iget(inode);
+		spin_unlock(&inode->i_lock);
+		spin_unlock(&sb->s_inode_list_lock);
+		iput(toput);
+		toput = inode;
+		cond_resched();
+		spin_lock(&sb->s_inode_list_lock);
+	}
+	spin_unlock(&sb->s_inode_list_lock);
+	iput(toput);
 }
 
 static void unionfs_inode_once(void *p)
@@ -459,6 +492,12 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 			    o->fsidx < br->fsidx)
 				br->fsidx = o->fsidx;
 		}
+		err = unionfs_branch_hold(br);
+		if (err) {
+			pr_warn("mount: branch %d '%*pE': cannot hold a private mount of it (%d)\n",
+				i, (int)strlen(name), name, err);
+			return err;
+		}
 	}
 	if (*stack_depth + 1 > FILESYSTEM_MAX_STACK_DEPTH) {
 		pr_warn("mount: stack too deep (branch depth %d, max %d)\n",
@@ -594,7 +633,7 @@ static int unionfs_reconfigure(struct fs_context *fc)
 
 			if (kern_path(ctx->specs[i].path, LOOKUP_FOLLOW, &path))
 				goto changed;
-			same = path_equal(&path, &bt->br[i]->path) &&
+			same = unionfs_branch_is(bt->br[i], &path) &&
 			       ctx->specs[i].mode == READ_ONCE(bt->br[i]->mode);
 			path_put(&path);
 			if (!same)

@@ -88,6 +88,7 @@ struct unionfs_branch {
 	int id;			/* stable id, never reused within a mount */
 	unsigned int fsidx;	/* inode number space of the branch's sb */
 	atomic_t open_files;	/* files of the union open on this branch */
+	bool private_mnt;	/* path.mnt is our clone (unionfs_branch_hold) */
 };
 
 /*
@@ -352,6 +353,9 @@ struct unionfs_btable *unionfs_bt_get(struct super_block *sb);
 void unionfs_bt_put(struct unionfs_btable *bt);
 struct unionfs_btable *unionfs_bt_alloc(struct super_block *sb, int nbr);
 void unionfs_branch_put(struct unionfs_branch *br);
+int unionfs_branch_hold(struct unionfs_branch *br);
+void unionfs_prune_inodes(struct super_block *sb);
+bool unionfs_branch_is(struct unionfs_branch *br, const struct path *path);
 int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br);
 struct unionfs_dentry_info *unionfs_root_dinfo(struct unionfs_btable *bt);
 int unionfs_remount_branches(struct super_block *sb, char *cmds,
