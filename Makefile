@@ -20,6 +20,8 @@
 #                   half alone took 62 min of TCG time: FSES=tmpfs, BENCH=1,3, PEERS=... for less)
 #                   -> build/bench/results.{md,csv} + PNG plots (docs/performance.md)
 #   make clean
+#   make install [DESTDIR=...] | dkms-src | dist   packaging (see the packaging block below)
+#   make check T="WORD..."   only the guest/host test files whose name contains a WORD
 #
 # KVER=6.1.0-NN-amd64 pins the kernel ABI; otherwise it is resolved once from the
 # linux-image-amd64 meta package and cached in build/kver.
