@@ -278,7 +278,7 @@ pkg-src:
 	@echo "$(VERSION)" > $(PKGSRC)/VERSION
 
 pkg-module: pkg-src $(KDIR)/Makefile
-	$(MAKE) -s -C $(KDIR) M=$(PKGSRC)/src modules
+	$(MAKE) -s -C $(KDIR) M=$(PKGSRC)/src FAULT_INJECTION=0 modules
 
 install: pkg-module $(BUILD)/unionctl
 	install -D -m 644 $(PKGSRC)/src/unionfs.ko $(DESTDIR)$(MODDIR)/unionfs.ko
