@@ -264,8 +264,10 @@ VERSION   := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null ||
 PKGDIR    := $(BUILD)/pkg
 PKGSRC    := $(PKGDIR)/unionfs-$(VERSION)
 MODDIR    := /lib/modules/$(KVER)/updates
-# dkms: used by the host test tests/host/45-install.sh (make check)
-PKGS      += dkms
+# dkms: used by the host test tests/host/45-install.sh (make check); graphviz: `dot` renders the
+# gdb helper's fan-out graph (tests/host/30-gdb.sh); linux-perf: bench/profile (after make bench)
+PKGS      += dkms graphviz
+BENCH_PKGS += linux-perf
 .PHONY: install dkms-src dist pkg-src pkg-module
 
 # the source tree DKMS and `make install` build from: dkms.conf, VERSION, LICENSE, src/ (sources

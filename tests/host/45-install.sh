@@ -36,7 +36,7 @@ for f in "$ko" "$R/usr/share/man/man5/unionfs.5" "$R/usr/share/man/man8/unionctl
 	check "installed ${f#"$R"}" test -f "$f"
 done
 check "installed /usr/sbin/unionctl (executable)" test -x "$R/usr/sbin/unionctl"
-check "unionctl runs: --help" bash -c "'$R/usr/sbin/unionctl' --help 2>&1 | grep -q unionctl"
+check "unionctl runs: --help prints its usage" bash -c "'$R/usr/sbin/unionctl' --help 2>&1 | grep -q -- --list"
 is "modinfo version = git describe --always --dirty" "$(modinfo -F version "$ko" 2>&1)" "$want"
 is "modinfo license" "$(modinfo -F license "$ko" 2>&1)" "GPL"
 is "modinfo author" "$(modinfo -F author "$ko" 2>&1)" "unionfs for modern Linux developers"
