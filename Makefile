@@ -20,6 +20,8 @@
 #                   half alone took 62 min of TCG time: FSES=tmpfs, BENCH=1,3, PEERS=... for less)
 #                   -> build/bench/results.{md,csv} + PNG plots (docs/performance.md)
 #   make clean
+#   make install [DESTDIR=...] | dkms-src | dist   packaging (see the packaging block below)
+#   make check T="WORD..."   only the guest/host test files whose name contains a WORD
 #
 # KVER=6.1.0-NN-amd64 pins the kernel ABI; otherwise it is resolved once from the
 # linux-image-amd64 meta package and cached in build/kver.
@@ -28,16 +30,26 @@ SHELL      := /bin/bash
 BUILD      := $(CURDIR)/build
 export PATH := /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$(PATH)
 
+# --- kernel ABI resolution (issue 24: apt-get update before it) --------------------------------
+# On a machine with empty apt lists (a fresh container) apt-cache knows no linux-image-amd64:
+# update the lists once (as root) and resolve again, instead of stopping even `make deps`.
+KVER_QUERY = apt-cache depends linux-image-amd64 2>/dev/null | \
+	sed -n 's/.*Depends: linux-image-\(6\.1\.0-[0-9]*-amd64\)$$/\1/p' | head -n1
 ifeq ($(strip $(KVER)),)
 KVER := $(shell cat $(BUILD)/kver 2>/dev/null)
 ifeq ($(strip $(KVER)),)
-KVER := $(shell apt-cache depends linux-image-amd64 2>/dev/null | \
-	sed -n 's/.*Depends: linux-image-\(6\.1\.0-[0-9]*-amd64\)$$/\1/p' | head -n1)
+KVER := $(shell $(KVER_QUERY))
 ifeq ($(strip $(KVER)),)
-$(error cannot resolve the kernel ABI from linux-image-amd64; pass KVER=6.1.0-NN-amd64)
+$(info make: linux-image-amd64 unknown to apt-cache: apt-get update first)
+KVER := $(shell [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1; \
+	$(KVER_QUERY))
+endif
+ifeq ($(strip $(KVER)),)
+$(error cannot resolve the kernel ABI from linux-image-amd64 (even after apt-get update; not root?); pass KVER=6.1.0-NN-amd64)
 endif
 endif
 endif
+# --- end of kernel ABI resolution ---------------------------------------------------------------
 $(shell mkdir -p $(BUILD) && [ "$$(cat $(BUILD)/kver 2>/dev/null)" = "$(KVER)" ] || echo $(KVER) > $(BUILD)/kver)
 export KVER
 
@@ -80,8 +92,9 @@ $(BUILD)/ufsx: tests/tools/ufsx.c
 	@mkdir -p $(BUILD)
 	gcc -O2 -Wall -Wextra -Werror -o $@ tests/tools/ufsx.c
 
+# `make` alone needs only the headers (and a compiler); run/check install the rest (deps).
 $(KDIR)/Makefile:
-	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory deps PKGS="linux-headers-$(KVER) gcc make"
 
 deps:
 	@missing=$$(for p in $(PKGS); do \
@@ -159,7 +172,7 @@ run: deps modules kernel initramfs
 	qemu-debug/boot -- qemu-debug/demo-setup
 
 check: deps modules kernel initramfs
-	@tests/check
+	@tests/check $(T)
 
 soak: deps modules kernel initramfs
 	@UNIONFS_SOAK_SECS=$(or $(SOAK_SECS),400) tests/soak
@@ -236,6 +249,56 @@ lint: deps $(LINTDIR)/checkpatch.pl
 	out=$$($(MAKE) -C $(KDIR) M=$(CURDIR)/src C=1 W=1 modules 2>&1) || rc=1; \
 	echo "$$out" | grep -E 'warning|error' && rc=1; \
 	[ $$rc = 0 ] && echo "lint: clean" || echo "lint: FAILED"; exit $$rc
+
+# --- packaging (issue 24): version, install, dkms ------------------------------------------------
+#   make install [DESTDIR=/root] [KVER=...]  the module (built without touching src/, in
+#        build/pkg/) into /lib/modules/$(KVER)/updates/, unionctl into /usr/sbin, unionfs.5 and
+#        unionctl.8 into /usr/share/man, the uapi header as /usr/include/linux/unionfs.h;
+#        depmod only when DESTDIR is empty. Never loads anything.
+#   make dkms-src [DESTDIR=...]  the DKMS source tree into /usr/src/unionfs-$(VERSION)/
+#        (then: dkms build -m unionfs -v $(VERSION) -k KVER; dkms install ...)
+#   make dist    build/unionfs-$(VERSION).tar.gz: the same tree as a tarball
+# The version is `git describe --always --dirty`, or the VERSION file of a tree without git
+# (a dkms tree or a tarball); src/Makefile (Kbuild) passes it to MODULE_VERSION.
+VERSION   := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null || cat VERSION 2>/dev/null || echo unknown)
+PKGDIR    := $(BUILD)/pkg
+PKGSRC    := $(PKGDIR)/unionfs-$(VERSION)
+MODDIR    := /lib/modules/$(KVER)/updates
+# dkms: used by the host test tests/host/45-install.sh (make check); graphviz: `dot` renders the
+# gdb helper's fan-out graph (tests/host/30-gdb.sh); linux-perf: bench/profile (after make bench)
+PKGS      += dkms graphviz
+BENCH_PKGS += linux-perf
+.PHONY: install dkms-src dist pkg-src pkg-module
+
+# the source tree DKMS and `make install` build from: dkms.conf, VERSION, LICENSE, src/ (sources
+# only), tracepoints/
+pkg-src:
+	@rm -rf $(PKGSRC) && mkdir -p $(PKGSRC)
+	@tar -c --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+		--exclude='.*.cmd' --exclude='.*.d' --exclude=modules.order --exclude=Module.symvers \
+		--exclude='*.dwo' --exclude='.tmp_versions' src tracepoints dkms.conf LICENSE | tar -x -C $(PKGSRC)
+	@echo "$(VERSION)" > $(PKGSRC)/VERSION
+
+pkg-module: pkg-src $(KDIR)/Makefile
+	$(MAKE) -s -C $(KDIR) M=$(PKGSRC)/src FAULT_INJECTION=0 modules
+
+install: pkg-module $(BUILD)/unionctl
+	install -D -m 644 $(PKGSRC)/src/unionfs.ko $(DESTDIR)$(MODDIR)/unionfs.ko
+	install -D -m 755 $(BUILD)/unionctl $(DESTDIR)/usr/sbin/unionctl
+	install -D -m 644 docs/unionfs.5 $(DESTDIR)/usr/share/man/man5/unionfs.5
+	install -D -m 644 docs/unionctl.8 $(DESTDIR)/usr/share/man/man8/unionctl.8
+	install -D -m 644 src/uapi/unionfs.h $(DESTDIR)/usr/include/linux/unionfs.h
+	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+
+dkms-src: pkg-src
+	@rm -rf $(DESTDIR)/usr/src/unionfs-$(VERSION) && mkdir -p $(DESTDIR)/usr/src
+	cp -r $(PKGSRC) $(DESTDIR)/usr/src/unionfs-$(VERSION)
+	@echo "dkms-src: $(DESTDIR)/usr/src/unionfs-$(VERSION); next: dkms build -m unionfs -v $(VERSION) -k $(KVER)"
+
+dist: pkg-src
+	tar -C $(PKGDIR) -czf $(BUILD)/unionfs-$(VERSION).tar.gz unionfs-$(VERSION)
+	@echo "dist: $(BUILD)/unionfs-$(VERSION).tar.gz"
+# --- end of packaging ----------------------------------------------------------------------------
 
 clean:
 	-$(MAKE) -s -C $(KDIR) M=$(CURDIR)/src clean 2>/dev/null

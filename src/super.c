@@ -759,4 +759,8 @@ module_exit(unionfs_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Namespace-unification filesystem (unionfs)");
-MODULE_AUTHOR("unionfs for modern Linux team");
+MODULE_AUTHOR("unionfs for modern Linux developers");
+#ifndef UNIONFS_VERSION
+#define UNIONFS_VERSION "unknown"
+#endif
+MODULE_VERSION(UNIONFS_VERSION);
