@@ -4,6 +4,8 @@
  */
 #include "union.h"
 
+#include <linux/random.h>
+
 #include <linux/module.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -532,6 +534,12 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 	sbi->sb = sb;
 	atomic_set(&sbi->generation, 1);
+	/*
+	 * Temporary names continue from a random point: a leftover of an
+	 * earlier mount (a crash mid copy-up) never takes a name this mount
+	 * needs (the counter used to restart at 1: EEXIST on copy-up).
+	 */
+	atomic64_set(&sbi->tmp_seq, get_random_u64() >> 2);
 	mutex_init(&sbi->bt_lock);
 	INIT_LIST_HEAD(&sbi->retired);
 	mutex_init(&sbi->nmutex);
