@@ -7,12 +7,16 @@
  * copy is built under a temporary name ".wh..wh.unionfs.N" in the target
  * directory (hidden from the union: it is a whiteout of an impossible
  * name), gets its data (holes preserved, 1 MiB chunks, interruptible by a
- * fatal signal), xattrs, owner, mode and times, and is then renamed into
- * place. A failure at any step removes the temporary and leaves the
- * original untouched. Copy-ups of one object are serialized by the union
- * inode's cu_lock; parents are copied top-down, one at a time, each from
- * its winning copy, whatever branch that is in (docs/concepts.md, "Copy-up
- * with several writable branches").
+ * fatal signal), owner, xattrs (POSIX ACLs included), mode and times, and
+ * is then renamed into place. It is never more open than the original:
+ * it is made with mode 0 by the mounter, the ACLs it inherits from a
+ * default ACL of the target directory are removed at once, then the owner
+ * is set, then the original's ACLs (which set the permission bits), and
+ * the full mode last. A failure at any step removes the temporary and
+ * leaves the original untouched. Copy-ups of one object are serialized by
+ * the union inode's cu_lock; parents are copied top-down, one at a time,
+ * each from its winning copy, whatever branch that is in (docs/concepts.md,
+ * "Copy-up with several writable branches").
  *
  * Freeze protection of the target branch is held at one level at a time:
  * mnt_want_write for the namespace and attribute steps, file_start_write
@@ -165,7 +169,32 @@ out:
 	return err;
 }
 
-static int unionfs_copy_attrs(struct unionfs_btable *bt, int t,
+/*
+ * The temporary was made with mode 0 in a directory that may have a default
+ * ACL: remove what it inherited (an access ACL, a directory's default ACL),
+ * so that only the original's ACLs (copied with the xattrs) end up on it.
+ */
+static int unionfs_strip_acls(struct unionfs_btable *bt, int t,
+			      struct dentry *dst)
+{
+	static const char *const names[] = { XATTR_NAME_POSIX_ACL_ACCESS,
+					     XATTR_NAME_POSIX_ACL_DEFAULT };
+	int i, err;
+
+	if (!IS_POSIXACL(d_inode(dst)) || d_is_symlink(dst))
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		if (i == 1 && !d_is_dir(dst))
+			break;
+		err = unionfs_do_removexattr(bt, t, dst, names[i]);
+		if (err && err != -ENODATA && err != -EOPNOTSUPP)
+			return err;
+	}
+	return 0;
+}
+
+/* The owner first: the ACLs and the mode are set for the final owner. */
+static int unionfs_copy_owner(struct unionfs_btable *bt, int t,
 			      struct dentry *dst, struct kstat *st)
 {
 	struct iattr attr;
@@ -179,7 +208,19 @@ static int unionfs_copy_attrs(struct unionfs_btable *bt, int t,
 	attr.ia_vfsuid = VFSUIDT_INIT(st->uid);
 	attr.ia_vfsgid = VFSGIDT_INIT(st->gid);
 	err = unionfs_do_setattr(bt, t, dst, &attr);
-	if (!err && !S_ISLNK(st->mode)) {
+	inode_unlock(d_inode(dst));
+	return err;
+}
+
+/* Then the mode (after the ACLs, which set the permission bits) and times. */
+static int unionfs_copy_attrs(struct unionfs_btable *bt, int t,
+			      struct dentry *dst, struct kstat *st)
+{
+	struct iattr attr;
+	int err = 0;
+
+	inode_lock(d_inode(dst));
+	if (!S_ISLNK(st->mode)) {
 		attr.ia_valid = ATTR_MODE;
 		attr.ia_mode = st->mode;
 		err = unionfs_do_setattr(bt, t, dst, &attr);
@@ -388,12 +429,10 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 	}
 	switch (st.mode & S_IFMT) {
 	case S_IFREG:
-		err = unionfs_do_create(bt, t, d_inode(lparent), tmp,
-					S_IFREG | 0600);
+		err = unionfs_do_create(bt, t, d_inode(lparent), tmp, S_IFREG);
 		break;
 	case S_IFDIR:
-		err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp,
-				       S_IFDIR | 0700);
+		err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp, S_IFDIR);
 		break;
 	case S_IFLNK: {
 		DEFINE_DELAYED_CALL(done);
@@ -407,8 +446,8 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 		break;
 	}
 	default:
-		err = unionfs_do_mknod(bt, t, d_inode(lparent), tmp, st.mode,
-				       st.rdev);
+		err = unionfs_do_mknod(bt, t, d_inode(lparent), tmp,
+				       st.mode & S_IFMT, st.rdev);
 		break;
 	}
 out_unlock:
@@ -417,6 +456,9 @@ out_unlock:
 		dput(tmp);
 		goto out_drop;
 	}
+	err = unionfs_strip_acls(bt, t, tmp);
+	if (err)
+		goto out_cleanup;
 
 	if (S_ISREG(st.mode)) {
 		loff_t size = 0;
@@ -441,6 +483,8 @@ out_unlock:
 	}
 	if (opaque && S_ISDIR(st.mode))
 		err = unionfs_make_opaque(bt, t, tmp, NULL, "copyup");
+	if (!err)
+		err = unionfs_copy_owner(bt, t, tmp, &st);
 	if (!err)
 		err = unionfs_copy_xattrs(bt, t, src, tmp);
 	if (!err)

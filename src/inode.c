@@ -170,6 +170,11 @@ int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 	if (err)
 		return err;
 	unionfs_set_ino(inode, top, unionfs_br(ud->bt, ud->bstart));
+#ifdef CONFIG_FS_POSIX_ACL
+	/* ACLs are the winning branch's, never cached here (get_acl) */
+	inode->i_acl = ACL_DONT_CACHE;
+	inode->i_default_acl = ACL_DONT_CACHE;
+#endif
 	inode->i_mode = top->i_mode & S_IFMT;
 	inode->i_generation = top->i_generation;
 	switch (inode->i_mode & S_IFMT) {
@@ -369,6 +374,129 @@ void unionfs_perm_forget(struct inode *inode)
 		   READ_ONCE(UNIONFS_I(inode)->attr_gen) + 1);
 }
 
+/*
+ * The POSIX ACL of @inode: the winning branch's (as overlayfs, 6.1). The
+ * union inode caches none (ACL_DONT_CACHE): the branch's cache is the one
+ * kept up to date by every change, through us or directly in the branch.
+ */
+static struct posix_acl *unionfs_get_acl(struct inode *inode, int type,
+					 bool rcu)
+{
+	struct posix_acl *acl = NULL;
+	const struct cred *old;
+	struct inode *real;
+	bool writable;
+	int bstart, bend;
+
+	if (!IS_ENABLED(CONFIG_FS_POSIX_ACL))
+		return NULL;
+	if (rcu) {
+		/* the VFS holds rcu_read_lock() in RCU walk */
+		real = unionfs_vec_lower(inode, -1, &writable, &bstart, &bend);
+		if (IS_ERR_OR_NULL(real))
+			return ERR_PTR(-ECHILD);
+		if (!IS_POSIXACL(real))
+			return NULL;
+		return get_cached_acl_rcu(real, type);
+	}
+	rcu_read_lock();
+	real = unionfs_vec_lower(inode, -1, &writable, &bstart, &bend);
+	real = IS_ERR_OR_NULL(real) ? NULL : igrab(real);
+	rcu_read_unlock();
+	if (!real)
+		return ERR_PTR(-ESTALE);
+	if (IS_POSIXACL(real)) {
+		old = unionfs_override_creds(inode->i_sb);
+		acl = get_acl(real, type);
+		revert_creds(old);
+	}
+	iput(real);
+	return acl;
+}
+
+/* The mask to check on branch @b's inode @l (see unionfs_permission). */
+static int unionfs_perm_mask(struct inode *l, bool top, bool writable,
+			     int mask)
+{
+	if (!top)
+		return mask & ~(MAY_WRITE | MAY_APPEND);
+	if (!writable && !special_file(l->i_mode) &&
+	    (mask & (MAY_WRITE | MAY_APPEND))) {
+		mask &= ~(MAY_WRITE | MAY_APPEND);
+		mask |= MAY_READ;	/* the copy-up reads it */
+	}
+	return mask;
+}
+
+/* inode_permission() on branch @l: the top one with the mounter's creds. */
+static int unionfs_perm_check(struct inode *inode, struct inode *l, bool top,
+			      int mask)
+{
+	const struct cred *old;
+	int err;
+
+	if (!top)
+		return inode_permission(&init_user_ns, l, mask);
+	old = unionfs_override_creds(inode->i_sb);
+	err = inode_permission(&init_user_ns, l, mask);
+	revert_creds(old);
+	return err;
+}
+
+/* Check branch @b's inode of @inode (0 when it has none). */
+static int unionfs_perm_lower(struct inode *inode, int b, bool top, int mask,
+			      bool need_acl)
+{
+	struct inode *l;
+	bool writable;
+	int s, e, err;
+
+	rcu_read_lock();
+	l = unionfs_vec_lower(inode, b, &writable, &s, &e);
+	if (IS_ERR_OR_NULL(l)) {
+		rcu_read_unlock();
+		return 0;
+	}
+	mask = unionfs_perm_mask(l, top, writable, mask);
+	if (mask & MAY_NOT_BLOCK) {
+		err = unionfs_perm_check(inode, l, top, mask);
+		rcu_read_unlock();
+		return err;
+	}
+	l = igrab(l);
+	rcu_read_unlock();
+	if (!l)
+		return 0;
+	err = unionfs_perm_check(inode, l, top, mask);
+	if (need_acl)
+		unionfs_perm_read_acl(l);
+	iput(l);
+	return err;
+}
+
+/*
+ * Permission through the union is the winning branch's answer, as in
+ * overlayfs (6.1's ovl_permission):
+ *  1. the caller's credentials against the union inode: it mirrors the
+ *     winning branch's owner and mode, and its ACLs are that branch's
+ *     (unionfs_get_acl), so generic_permission() answers what the branch
+ *     would; MAY_WRITE stays in the mask even when the write will go to a
+ *     copy-up (the object in its read-only branch decides who may write
+ *     it);
+ *  2. the mounter's credentials against the winning branch inode itself
+ *     (its own ->permission, security modules): the union makes copy-ups
+ *     and its own objects with them. An object that will be copied up
+ *     for the write is checked for MAY_READ instead of MAY_WRITE (the
+ *     copy-up reads it); a device node is written where it is;
+ *  3. a merged directory is also searched/read in every lower branch
+ *     that contributes to it, with the caller's credentials and without
+ *     MAY_WRITE (a directory closed in one branch does not expose its
+ *     entries through the union); the permission cache skips that when
+ *     every branch's copy has the winning one's type, owner and mode and
+ *     none has an ACL.
+ * A read-only branch never gives EROFS here (the write goes to the copy);
+ * the union's own read-only mount does (the VFS, sb_permission()).
+ */
 static int unionfs_permission(struct user_namespace *mnt_userns,
 			      struct inode *inode, int mask)
 {
@@ -377,13 +505,10 @@ static int unionfs_permission(struct user_namespace *mnt_userns,
 	struct inode *lower;
 	int b, bstart, bend, err;
 
-	/*
-	 * Writes happen only on the winning branch, after a copy-up when
-	 * that branch is read-only: check them against the union inode (which
-	 * mirrors the winning branch's owner and mode) there, and check the
-	 * remaining access bits on every contributing branch (or on the top
-	 * one only, when the permission cache says they all agree).
-	 */
+	err = generic_permission(&init_user_ns, inode, mask);
+	if (err)
+		return err;
+
 	rcu_read_lock();
 	lower = unionfs_vec_lower(inode, -1, &writable, &bstart, &bend);
 	if (!IS_ERR(lower) && bend > bstart) {
@@ -397,35 +522,8 @@ static int unionfs_permission(struct user_namespace *mnt_userns,
 		return PTR_ERR(lower);
 	if (need_acl && rcu)
 		return -ECHILD;	/* ref-walk reads the ACLs, then we learn */
-	if ((mask & (MAY_WRITE | MAY_APPEND)) && !writable) {
-		err = generic_permission(&init_user_ns, inode, mask);
-		if (err)
-			return err;
-	}
 	for (b = bstart; b <= bend; b++) {
-		int m = mask, s, e;
-
-		rcu_read_lock();
-		lower = unionfs_vec_lower(inode, b, &writable, &s, &e);
-		if (IS_ERR_OR_NULL(lower)) {
-			rcu_read_unlock();
-			continue;
-		}
-		if (b != bstart || !writable)
-			m &= ~(MAY_WRITE | MAY_APPEND);
-		if (rcu) {
-			err = inode_permission(&init_user_ns, lower, m);
-			rcu_read_unlock();
-		} else {
-			lower = igrab(lower);
-			rcu_read_unlock();
-			if (!lower)
-				continue;
-			err = inode_permission(&init_user_ns, lower, m);
-			if (need_acl)
-				unionfs_perm_read_acl(lower);
-			iput(lower);
-		}
+		err = unionfs_perm_lower(inode, b, b == bstart, mask, need_acl);
 		if (err)
 			return err;
 	}
@@ -644,6 +742,13 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		err = -EEXIST;
 		goto out_unlock;
 	}
+	/*
+	 * The VFS leaves the umask to the union (SB_POSIXACL); a branch fs
+	 * with ACLs applies it itself (or the parent's default ACL instead),
+	 * one without must get the mode it would have got from the VFS.
+	 */
+	if (!n->link && !S_ISLNK(n->mode) && !IS_POSIXACL(d_inode(lparent)))
+		n->mode &= ~current_umask();
 	if (S_ISDIR(n->mode) && bwh >= 0) {
 		/* lower directories of this name stay hidden */
 		struct dentry *nd = unionfs_mkdir_opaque(bt, t, lparent, ld,
@@ -959,6 +1064,8 @@ const struct inode_operations unionfs_dir_iops = {
 	.mknod		= unionfs_mknod,
 	.rename		= unionfs_rename,
 	.permission	= unionfs_permission,
+	.get_acl	= unionfs_get_acl,
+	.set_acl	= unionfs_set_acl,
 	.getattr	= unionfs_getattr,
 	.setattr	= unionfs_setattr,
 	.listxattr	= unionfs_listxattr,
@@ -967,6 +1074,8 @@ const struct inode_operations unionfs_dir_iops = {
 
 const struct inode_operations unionfs_main_iops = {
 	.permission	= unionfs_permission,
+	.get_acl	= unionfs_get_acl,
+	.set_acl	= unionfs_set_acl,
 	.getattr	= unionfs_getattr,
 	.setattr	= unionfs_setattr,
 	.listxattr	= unionfs_listxattr,
@@ -982,6 +1091,8 @@ const struct inode_operations unionfs_symlink_iops = {
 
 const struct inode_operations unionfs_special_iops = {
 	.permission	= unionfs_permission,
+	.get_acl	= unionfs_get_acl,
+	.set_acl	= unionfs_set_acl,
 	.getattr	= unionfs_getattr,
 	.setattr	= unionfs_setattr,
 	.listxattr	= unionfs_listxattr,

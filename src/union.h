@@ -503,6 +503,9 @@ long unionfs_compat_ioctl(struct file *file, unsigned int cmd,
 /* xattr.c */
 extern const struct xattr_handler *unionfs_xattr_handlers[];
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
+struct posix_acl;
+int unionfs_set_acl(struct user_namespace *mnt_userns, struct inode *inode,
+		    struct posix_acl *acl, int type);
 
 /* debugfs.c: fault injection */
 int unionfs_debugfs_init(void);

@@ -96,11 +96,15 @@ out:
 	return err;
 }
 
-static int unionfs_xattr_set(const struct xattr_handler *handler,
-			     struct user_namespace *mnt_userns,
-			     struct dentry *dentry, struct inode *inode,
-			     const char *name, const void *value, size_t size,
-			     int flags)
+/*
+ * Set (@value) or remove xattr @name of @dentry: refused before any copy-up
+ * when the branch would refuse it, else copied up and made on the copy
+ * with the caller's credentials, so the branch fs checks them again (a
+ * POSIX ACL: its owner check, its mode update and SGID clearing).
+ */
+static int unionfs_xattr_change(struct dentry *dentry, struct inode *inode,
+				const char *name, const void *value,
+				size_t size, int flags)
 {
 	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	struct dentry *ld;
@@ -128,6 +132,54 @@ static int unionfs_xattr_set(const struct xattr_handler *handler,
 		unionfs_copy_attr(inode, d_inode(ld));
 	unionfs_perm_forget(inode);
 	dput(ld);
+	return err;
+}
+
+static int unionfs_xattr_set(const struct xattr_handler *handler,
+			     struct user_namespace *mnt_userns,
+			     struct dentry *dentry, struct inode *inode,
+			     const char *name, const void *value, size_t size,
+			     int flags)
+{
+	return unionfs_xattr_change(dentry, inode, name, value, size, flags);
+}
+
+/*
+ * ->set_acl (set_posix_acl(): nfsd, ksmbd; the VFS has checked the owner
+ * and the ACL): the same path as setxattr of the ACL's xattr, so a
+ * lower-only object is copied up first (after the precheck) and the
+ * branch sets the ACL on the copy.
+ */
+int unionfs_set_acl(struct user_namespace *mnt_userns, struct inode *inode,
+		    struct posix_acl *acl, int type)
+{
+	const char *name = type == ACL_TYPE_ACCESS ?
+			   XATTR_NAME_POSIX_ACL_ACCESS :
+			   XATTR_NAME_POSIX_ACL_DEFAULT;
+	struct dentry *dentry;
+	void *value = NULL;
+	size_t size = 0;
+	int err;
+
+	if (type != ACL_TYPE_ACCESS && type != ACL_TYPE_DEFAULT)
+		return -EINVAL;
+	dentry = d_find_alias(inode);
+	if (!dentry)
+		return -ESTALE;
+	if (acl) {
+		size = posix_acl_xattr_size(acl->a_count);
+		value = kmalloc(size, GFP_KERNEL);
+		err = -ENOMEM;
+		if (!value)
+			goto out;
+		err = posix_acl_to_xattr(&init_user_ns, acl, value, size);
+		if (err < 0)
+			goto out;
+	}
+	err = unionfs_xattr_change(dentry, inode, name, value, size, 0);
+out:
+	kfree(value);
+	dput(dentry);
 	return err;
 }
 
