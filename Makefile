@@ -1,6 +1,10 @@
 # unionfs: out-of-tree module for Debian 12's 6.1 amd64 kernel, tested in a QEMU guest.
 #
-#   make            build src/unionfs.ko against linux-headers-$(KVER)
+#   make            build src/unionfs.ko against linux-headers-$(KVER) (no fault injection)
+#   make FAULT_INJECTION=1  ... with the debugfs fault injection (inject, crash_at): a test
+#                   facility, never in the module a user installs; check, soak, bench, run,
+#                   check-debug and debug-module always build with it
+#   make nofault-module  src/ built without it into build/nofault/ (tests/host/15-fault-build.sh)
 #   make run        boot the debug guest with the module and a demo union at /mnt/union
 #   make check      build, boot, run tests/ in the guest + host-side platform tests
 #   make soak       the reliability tests (tests/t/9x) in long mode, >= 30 min (SOAK_SECS=N per file)
@@ -10,7 +14,8 @@
 #   make vmlinux    debug vmlinux from linux-image-$(KVER)-dbg into build/ (+ build/vmlinux link)
 #   make gdb-helpers the kernel's lx-* gdb helpers generated from linux-source-6.1 into build/lx/
 #   make crash      crash >= 8.0.4 (trixie's, unpacked with its libs) into build/crash/
-#   make lint       checkpatch --strict + sparse (C=1) + W=1; fails on any warning
+#   make lint       checkpatch --strict + sparse (C=1) + W=1, with and without FAULT_INJECTION;
+#                   fails on any warning
 #   make debug-kernel  the project's debug kernel: Debian's linux-source-6.1 with lockdep, KASAN,
 #                   kmemleak, fault injection (qemu-debug/debug-kernel; build/debug-kernel/)
 #   make debug-module  src/ built against it (build/debug-kernel/unionfs.ko)
@@ -28,6 +33,16 @@
 
 SHELL      := /bin/bash
 BUILD      := $(CURDIR)/build
+
+# Fault injection: off unless asked for, always on for the goals that run tests on the module
+# (a plain `make modules` then `make check` rebuilds: the flag is in Kbuild's command lines).
+FAULT_GOALS := check soak bench run check-debug debug-module
+ifneq ($(filter $(FAULT_GOALS),$(MAKECMDGOALS)),)
+override FAULT_INJECTION := 1
+endif
+ifneq ($(FAULT_INJECTION),1)
+override FAULT_INJECTION := 0
+endif
 export PATH := /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$(PATH)
 
 # --- kernel ABI resolution (issue 24: apt-get update before it) --------------------------------
@@ -75,12 +90,21 @@ BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: debug-kernel debug-module check-debug
+.PHONY: debug-kernel debug-module check-debug nofault-module
 .PHONY: all modules deps bench-deps bench kernel initramfs run check soak lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
 modules: $(KDIR)/Makefile $(BUILD)/unionctl $(BUILD)/ufsx
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/src modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/src FAULT_INJECTION=$(FAULT_INJECTION) modules
+
+# The module a user gets (no fault injection), built in a copy of src/ so that src/unionfs.ko
+# (the test build) stays as it is: tests/host/15-fault-build.sh checks it has no fault sites.
+NOFAULT := $(BUILD)/nofault
+nofault-module: $(KDIR)/Makefile
+	@rm -rf $(NOFAULT) && mkdir -p $(NOFAULT) && cp -r src tracepoints $(NOFAULT)/
+	@rm -f $(NOFAULT)/src/*.o $(NOFAULT)/src/*.ko $(NOFAULT)/src/.*.cmd $(NOFAULT)/src/*.mod*
+	$(MAKE) -s -C $(KDIR) M=$(NOFAULT)/src FAULT_INJECTION=0 modules
+	@cp $(NOFAULT)/src/unionfs.ko $(NOFAULT)/unionfs.ko
 
 # unionctl(8): the branch-management tool (runs in the guest from build/)
 $(BUILD)/unionctl: src/unionctl/unionctl.c src/uapi/unionfs.h
@@ -161,7 +185,7 @@ debug-module: modules
 	@[ -f $(DKDIR)/root/.stamp ] || { echo "debug-module: run make debug-kernel first" >&2; exit 2; }
 	@rm -rf $(DKDIR)/mod && mkdir -p $(DKDIR)/mod && cp -r src tracepoints $(DKDIR)/mod/
 	@rm -f $(DKDIR)/mod/src/*.o $(DKDIR)/mod/src/*.ko $(DKDIR)/mod/src/.*.cmd
-	$(MAKE) -s -C $(DKDIR)/src M=$(DKDIR)/mod/src modules
+	$(MAKE) -s -C $(DKDIR)/src M=$(DKDIR)/mod/src FAULT_INJECTION=$(FAULT_INJECTION) modules
 	@cp $(DKDIR)/mod/src/unionfs.ko $(DKDIR)/unionfs.ko
 
 check-debug: deps debug-kernel debug-module
@@ -244,10 +268,12 @@ lint: deps $(LINTDIR)/checkpatch.pl
 	echo "lint: checkpatch --strict"; \
 	perl $(LINTDIR)/checkpatch.pl --strict --no-tree --terse --show-types -f \
 		$(filter-out %.mod.c,$(wildcard src/*.c src/*.h)) || rc=1; \
-	echo "lint: sparse (C=1) + W=1"; \
+	for fi in $$((1 - $(FAULT_INJECTION))) $(FAULT_INJECTION); do \
+	echo "lint: sparse (C=1) + W=1, FAULT_INJECTION=$$fi"; \
 	$(MAKE) -s -C $(KDIR) M=$(CURDIR)/src clean >/dev/null; \
-	out=$$($(MAKE) -C $(KDIR) M=$(CURDIR)/src C=1 W=1 modules 2>&1) || rc=1; \
+	out=$$($(MAKE) -C $(KDIR) M=$(CURDIR)/src FAULT_INJECTION=$$fi C=1 W=1 modules 2>&1) || rc=1; \
 	echo "$$out" | grep -E 'warning|error' && rc=1; \
+	done; \
 	[ $$rc = 0 ] && echo "lint: clean" || echo "lint: FAILED"; exit $$rc
 
 # --- packaging (issue 24): version, install, dkms ------------------------------------------------

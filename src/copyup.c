@@ -354,8 +354,8 @@ static int unionfs_copyup_data(struct unionfs_btable *bt,
 		unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, b, name->name,
 			       "the branch file changed during copy-up");
 	}
-	pr_warn_ratelimited("copy-up of '%s' from branch %d: the file kept changing in the branch; giving up (ESTALE)\n",
-			    name->name, b);
+	pr_warn_ratelimited("copy-up of '%*pE' from branch %d: the file kept changing in the branch; giving up (ESTALE)\n",
+			    (int)name->len, name->name, b);
 	return -ESTALE;
 }
 

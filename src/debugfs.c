@@ -2,6 +2,10 @@
 /*
  * unionfs: debugfs and fault injection (/sys/kernel/debug/unionfs/).
  *
+ * mounts/MAJ:MIN/{branches,hazards,coherency}: per-mount views (always built).
+ *
+ * Fault injection is a test facility, built only with `make FAULT_INJECTION=1`
+ * (-DUNIONFS_FAULT_INJECTION; the test targets of the Makefile always set it).
  * The target kernel has no FAULT_INJECTION, so the module brings its own:
  *
  *   inject    write "SITE errno=N [probability=P] [interval=I] [times=T]"
@@ -10,7 +14,10 @@
  *   crash_at  write a site name: the next hit of that site panics (for
  *             vmcores of the module in a known state); "none" disarms.
  *
- * Disarmed sites cost one static branch (patched out).
+ * Disarmed sites cost one static branch (patched out). Without it neither
+ * file exists and UNIONFS_FAULT() is the constant 0. Which build this is shows
+ * in /sys/module/unionfs/parameters/fault_injection (Y/N, read-only) and in
+ * modinfo's fault_injection field (yes/no).
  */
 #include "union.h"
 
@@ -20,7 +27,37 @@
 #include <linux/random.h>
 #include <linux/jump_label.h>
 #include <linux/mutex.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
 
+#ifdef UNIONFS_FAULT_INJECTION
+static bool unionfs_fault_built = true;
+MODULE_INFO(fault_injection, "yes");
+#else
+static bool unionfs_fault_built;
+MODULE_INFO(fault_injection, "no");
+#endif
+
+/* fault_injection=: read-only; what the build has cannot be chosen at load */
+static int unionfs_fault_param_set(const char *val,
+				   const struct kernel_param *kp)
+{
+	pr_warn("fault_injection is fixed at build time (make FAULT_INJECTION=1), not a load parameter\n");
+	return -EPERM;
+}
+
+static const struct kernel_param_ops unionfs_fault_param_ops = {
+	.set	= unionfs_fault_param_set,
+	.get	= param_get_bool,
+};
+module_param_cb(fault_injection, &unionfs_fault_param_ops,
+		&unionfs_fault_built, 0444);
+MODULE_PARM_DESC(fault_injection,
+		 "Y if built with debugfs fault injection (inject, crash_at): make FAULT_INJECTION=1 (read-only)");
+
+static struct dentry *unionfs_debugfs_root;
+
+#ifdef UNIONFS_FAULT_INJECTION
 DEFINE_STATIC_KEY_FALSE(unionfs_fault_key);
 
 struct unionfs_fault_site {
@@ -45,7 +82,6 @@ static DEFINE_SPINLOCK(unionfs_fault_lock);
 static DEFINE_MUTEX(unionfs_fault_mutex);
 static int unionfs_crash_site = -1;
 static int unionfs_armed;
-static struct dentry *unionfs_debugfs_root;
 
 static int unionfs_site_index(const char *name)
 {
@@ -244,8 +280,11 @@ static char *unionfs_get_cmd(const char __user *ubuf, size_t count)
 		return ERR_PTR(-EINVAL);
 	}
 	buf = memdup_user_nul(ubuf, count);
-	if (!IS_ERR(buf))
-		strim(buf);
+	if (!IS_ERR(buf)) {
+		char *s = strim(buf);
+
+		memmove(buf, s, strlen(s) + 1);
+	}
 	return buf;
 }
 
@@ -323,6 +362,29 @@ static const struct file_operations unionfs_crash_fops = {
 	.write		= unionfs_crash_write,
 };
 
+static void unionfs_fault_init(void)
+{
+	debugfs_create_file("inject", 0600, unionfs_debugfs_root, NULL,
+			    &unionfs_inject_fops);
+	debugfs_create_file("crash_at", 0600, unionfs_debugfs_root, NULL,
+			    &unionfs_crash_fops);
+}
+
+static void unionfs_fault_exit(void)
+{
+	if (static_key_enabled(&unionfs_fault_key))
+		static_branch_disable(&unionfs_fault_key);
+}
+#else
+static void unionfs_fault_init(void)
+{
+}
+
+static void unionfs_fault_exit(void)
+{
+}
+#endif /* UNIONFS_FAULT_INJECTION */
+
 /* --- per-mount view: /sys/kernel/debug/unionfs/mounts/MAJ:MIN/ ------------ */
 
 static struct dentry *unionfs_debugfs_mounts;
@@ -338,9 +400,12 @@ static int unionfs_branches_show(struct seq_file *m, void *v)
 	for (i = 0; i < bt->nbr; i++) {
 		struct unionfs_branch *br = bt->br[i];
 
-		seq_printf(m, "%d %d %s %d %s\n", i, br->id,
+		seq_printf(m, "%d %d %s %d ", i, br->id,
 			   READ_ONCE(br->mode) == UNIONFS_BR_RW ? "rw" : "ro",
-			   atomic_read(&br->open_files), br->name);
+			   atomic_read(&br->open_files));
+		/* as in /proc/mounts: one line per branch whatever the path */
+		seq_escape(m, br->name, " \t\n\\");
+		seq_putc(m, '\n');
 	}
 	unionfs_bt_put(bt);
 	return 0;
@@ -398,16 +463,12 @@ int unionfs_debugfs_init(void)
 	unionfs_debugfs_root = debugfs_create_dir("unionfs", NULL);
 	unionfs_debugfs_mounts = debugfs_create_dir("mounts",
 						    unionfs_debugfs_root);
-	debugfs_create_file("inject", 0600, unionfs_debugfs_root, NULL,
-			    &unionfs_inject_fops);
-	debugfs_create_file("crash_at", 0600, unionfs_debugfs_root, NULL,
-			    &unionfs_crash_fops);
+	unionfs_fault_init();
 	return 0;
 }
 
 void unionfs_debugfs_exit(void)
 {
 	debugfs_remove(unionfs_debugfs_root);
-	if (static_key_enabled(&unionfs_fault_key))
-		static_branch_disable(&unionfs_fault_key);
+	unionfs_fault_exit();
 }

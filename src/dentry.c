@@ -89,21 +89,26 @@ void unionfs_hazard_note(struct super_block *sb, int kind, int bindex,
 			 bool by_current)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	char comm[TASK_COMM_LEN];
 
 	atomic_long_inc(&sbi->hazards[kind]);
 	if (test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
 		return;
-	if (by_current)
-		pr_notice("%u:%u: a branch was modified directly (%s: '%.*s' in branch %d, %s by %s[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+	/* the name and the command are the user's: escaped, one log line */
+	if (by_current) {
+		get_task_comm(comm, current);
+		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s by %*pE[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
 			  unionfs_hazard_names[kind], len, name, bindex, what,
-			  current->comm, task_pid_nr(current),
+			  (int)strnlen(comm, sizeof(comm)), comm,
+			  task_pid_nr(current),
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
-	else
-		pr_notice("%u:%u: a branch was modified directly (%s: '%.*s' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+	} else {
+		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
 			  unionfs_hazard_names[kind], len, name, bindex, what,
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	}
 }
 
 /* Count, trace and (once per mount) report a direct branch modification. */

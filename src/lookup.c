@@ -96,8 +96,8 @@ static int unionfs_has_whiteout(struct unionfs_btable *bt, int bindex,
 		if (d_is_reg(wh)) {
 			ret = 1;
 		} else {
-			pr_warn_ratelimited("branch %d: whiteout '%s' is not a regular file\n",
-					    bindex, whname);
+			pr_warn_ratelimited("branch %d: whiteout '%*pE' is not a regular file\n",
+					    bindex, len, whname);
 			ret = -EIO;
 		}
 	}

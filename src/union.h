@@ -507,11 +507,13 @@ struct posix_acl;
 int unionfs_set_acl(struct user_namespace *mnt_userns, struct inode *inode,
 		    struct posix_acl *acl, int type);
 
-/* debugfs.c: fault injection */
+/* debugfs.c: per-mount views and (test builds only) fault injection */
 int unionfs_debugfs_init(void);
 void unionfs_debugfs_exit(void);
 void unionfs_debugfs_mount(struct super_block *sb);
 void unionfs_debugfs_umount(struct super_block *sb);
+#ifdef UNIONFS_FAULT_INJECTION
+/* make FAULT_INJECTION=1 (the test build): debugfs inject and crash_at */
 int unionfs_fault_slow(const char *site);
 DECLARE_STATIC_KEY_FALSE(unionfs_fault_key);
 /* 0, or the negative errno armed for @site in debugfs */
@@ -523,5 +525,9 @@ static inline int unionfs_fault(const char *site)
 }
 
 #define UNIONFS_FAULT(site) unionfs_fault(site)
+#else
+/* the module a user installs: no fault sites at all */
+#define UNIONFS_FAULT(site) 0
+#endif
 
 #endif /* _UNIONFS_UNION_H */

@@ -5,6 +5,28 @@
 #   umount_union MNT  umount and check nothing is left mounted there
 S=tests/sys.py
 
+# Fault injection (/sys/kernel/debug/unionfs/inject, crash_at) exists only in a module built
+# with FAULT_INJECTION=1 (make check and the other test targets build it so). A test that needs
+# it FAILS, with the reason, on a module built without it: it must not pass by skipping.
+#   fault_injection_built         true iff the loaded module has it
+#   require_fault_injection       one "not ok" with the reason and exit, unless it has it
+#   fault_arm "SITE errno=N ..."  arm a site; one "not ok" with the reason if it cannot
+FI_PARAM=/sys/module/unionfs/parameters/fault_injection
+FI_MSG="the loaded unionfs.ko ($UNIONFS_KO) was built without fault injection; this test needs /sys/kernel/debug/unionfs/inject: build with 'make FAULT_INJECTION=1' (make check does)"
+fault_injection_built() { [[ $(cat $FI_PARAM 2>/dev/null) == Y && -w /sys/kernel/debug/unionfs/inject ]]; }
+require_fault_injection() {
+	fault_injection_built && return 0
+	not_ok "fault injection built in" "$FI_MSG"$'\n'"$FI_PARAM: $(cat $FI_PARAM 2>&1)"
+	exit 1
+}
+fault_arm() {
+	if ! fault_injection_built; then
+		not_ok "arm fault '$*'" "$FI_MSG"
+		return 1
+	fi
+	echo "$*" > /sys/kernel/debug/unionfs/inject
+}
+
 branch_fs() {
 	local fs=$1 dir=$2 n=$3 i
 	for ((i = 0; i < n; i++)); do

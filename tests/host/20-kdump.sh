@@ -7,6 +7,10 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$(dirname "$0")/../.." || exit 2
 [[ -n ${UNIONFS_SKIP_KDUMP:-} ]] && skip_all "UNIONFS_SKIP_KDUMP set"
+if [[ $(modinfo -F fault_injection src/unionfs.ko 2>/dev/null) != yes ]]; then
+	not_ok "kdump: src/unionfs.ko has crash_at" "built without fault injection: make FAULT_INJECTION=1 (make check does)"
+	finish
+fi
 
 W=$(mktemp -d "$PWD/build/check/kdump.XXXXXX")
 trap 'rm -rf "$W"' EXIT

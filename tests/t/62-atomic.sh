@@ -14,7 +14,7 @@
 require_guest
 mk_tmpdir
 INJ=/sys/kernel/debug/unionfs/inject
-[[ -w $INJ ]] || skip_all "no $INJ"
+require_fault_injection
 echo "clear all" > $INJ
 M=$T/m; mkdir -p "$M"
 B0=$T/b0 B1=$T/b1

@@ -67,7 +67,7 @@ is "RENAME_EXCHANGE refused" "$($S rename "$M/fb" "$M/fc" exchange)" EINVAL
 is "RENAME_WHITEOUT refused" "$($S rename "$M/fb" "$M/fd" whiteout)" EINVAL
 # a failure midway: the lower rename fails after the source whiteout was prepared
 echo x > "$B1/mid"
-echo "rename errno=5 times=1" > /sys/kernel/debug/unionfs/inject
+fault_arm "rename errno=5 times=1"
 is "injected rename failure reaches the caller" "$($S rename "$M/mid" "$M/mid2")" EIO
 echo "clear all" > /sys/kernel/debug/unionfs/inject
 is "after the failure the source is still visible" "$(cat "$M/mid")" x

@@ -16,7 +16,7 @@ M=$T/m; mkdir -p "$M"
 B0=$T/b0 B1=$T/b1
 INJ=/sys/kernel/debug/unionfs/inject
 CRASH=/sys/kernel/debug/unionfs/crash_at
-[[ -w $INJ ]] || skip_all "no $INJ"
+require_fault_injection
 
 # --- interface: validation ------------------------------------------------------------------
 for bad in "nosuchsite errno=5" "lookup" "lookup errno=0" "lookup errno=5000" \
@@ -24,7 +24,21 @@ for bad in "nosuchsite errno=5" "lookup" "lookup errno=0" "lookup errno=5000" \
 	"clear nosuchsite" "clear"; do
 	check_fail "inject rejects '$bad' (EINVAL)" EINVAL bash -c "echo '$bad' > $INJ"
 done
+dmesg_mark
 check_fail "crash_at rejects an unknown site (EINVAL)" EINVAL bash -c "echo nosuchsite > $CRASH"
+is "crash_at: one warning line naming the unknown site" \
+	"$(dmesg_since_mark | grep -c "unionfs: debugfs crash_at: unknown site 'nosuchsite'$")" 1
+dmesg_mark
+check_fail "crash_at rejects an empty name (EINVAL)" EINVAL bash -c "echo > $CRASH"
+is "crash_at: one warning line for the empty name" "$(dmesg_since_mark | grep -c "unionfs: debugfs crash_at: unknown site ''$")" 1
+check "crash_at accepts 'none' with blanks around it" bash -c "echo '  none ' > $CRASH"
+dmesg_mark
+check_fail "inject: a command over 256 bytes is refused (EINVAL)" EINVAL \
+	bash -c "printf '%0300d' 0 > $INJ"
+is "inject: one warning line for the long command" "$(dmesg_since_mark | grep -c 'unionfs: debugfs: command of 300 bytes')" 1
+is "fault_injection parameter says Y" "$(cat /sys/module/unionfs/parameters/fault_injection)" Y
+is "modinfo: fault_injection: yes" "$(modinfo -F fault_injection "$UNIONFS_KO")" yes
+check_fail "fault_injection parameter is read-only" - bash -c "echo N > /sys/module/unionfs/parameters/fault_injection"
 is "crash_at reads 'none' when disarmed" "$(cat $CRASH)" "none"
 check "inject accepts all keys" sh -c "echo 'lookup errno=5 probability=50 interval=3 times=2' > $INJ"
 is "inject table shows the armed site" "$(awk '$1 == "lookup" { print $2, $3, $4, $5 }' $INJ)" "5 50 3 2"

@@ -11,6 +11,7 @@ TR=/sys/kernel/tracing
 EV=$TR/events/unionfs
 INJ=/sys/kernel/debug/unionfs/inject
 [[ -d $EV ]] || skip_all "no $EV (tracefs not mounted or module without tracepoints)"
+require_fault_injection
 
 ALL_EVENTS="unionfs_lookup unionfs_copyup_start unionfs_copyup_end unionfs_whiteout_create
 unionfs_whiteout_remove unionfs_opaque_mark unionfs_branch_op unionfs_revalidate

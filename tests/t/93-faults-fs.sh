@@ -160,7 +160,7 @@ if [[ -w $INJ ]]; then
 	done
 	echo "# storm: $totinj faults injected in $round rounds"
 else
-	not_ok "storm: $INJ present"
+	not_ok "storm: $INJ present" "$FI_MSG"
 fi
 is "dmesg clean" "$(dmesg_bad)" ""
 finish

@@ -9,6 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest
+require_fault_injection
 mk_tmpdir
 FZ="python3 $PWD/tests/tools/ufuzz.py"
 mkdir -p "$T"/b{0,1,2,3}/sub "$T/mnt" "$T/u" "$T/u2"
