@@ -318,6 +318,7 @@ struct unionfs_passthru {
 	struct dir_context ctx;
 	struct dir_context *caller;
 	struct unionfs_branch *br;
+	u64 dot, dotdot;	/* the union's numbers for "." and ".." */
 	unsigned long emitted;
 	unsigned long whiteouts;
 };
@@ -333,7 +334,10 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 		pt->whiteouts++;
 		return true;
 	}
-	ino = unionfs_ino(pt->br, ino) ?: ino;	/* as unionfs_getattr */
+	if (is_dot_dotdot(name, len))	/* ".." may win in another branch */
+		ino = len == 1 ? pt->dot : pt->dotdot;
+	else
+		ino = unionfs_ino(pt->br, ino) ?: ino;	/* as unionfs_getattr */
 	/* d_off of the previous entry: where to resume, i.e. this entry */
 	pt->caller->pos = pos;
 	if (!dir_emit(pt->caller, name, len, ino, type))
@@ -355,6 +359,8 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 			.ctx.actor = unionfs_passthru_actor,
 			.caller = ctx,
 			.br = fi->br,
+			.dot = file_inode(file)->i_ino,
+			.dotdot = parent_ino(dentry),
 		};
 		int err = UNIONFS_FAULT("readdir");
 

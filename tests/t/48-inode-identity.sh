@@ -44,6 +44,7 @@ done
 echo pair > "$B3/d/a"; ln "$B3/d/a" "$B3/d/b"
 echo pair2 > "$B2/d/p"; ln "$B2/d/p" "$B2/d/q"
 echo deep > "$B3/d/sub/deep"
+mkdir -p "$B3/only/one"; touch "$B3/only/one/x"	# directories of one branch (read straight through)
 dd if=/dev/zero of="$B3/big" bs=1M count=1 status=none; ln "$B3/big" "$B3/big2"
 
 check "mount 4 branches" mount -i -t unionfs -o "$OPTS" none "$M" || finish
@@ -52,6 +53,10 @@ is "lower hard-linked pair: nlink 2" "$(stat -c %h "$M/d/a")" 2
 is "names share (dev, ino) exactly when hard-linked in a branch" "$(links "$M" | tr '\n' ,)" \
 	"./big ./big2,./d/a ./d/b,./d/p ./d/q,"
 check "d_ino == st_ino before any copy-up" dino_check "$M"
+dotino() { ls -ai "$1" | awk -v n="$2" '$2 == n {print $1}'; }
+is "one-branch dir: d_ino of . is its st_ino" "$(dotino "$M/only/one" .)" "$(stat -c %i "$M/only/one")"
+is "one-branch dir: d_ino of .. is the union parent's st_ino" "$(dotino "$M/only" ..)" "$(stat -c %i "$M")"
+is "merged dir: d_ino of .. is the union parent's st_ino" "$(dotino "$M/d/sub" ..)" "$(stat -c %i "$M/d")"
 is "find -inum finds both names of the pair" \
 	"$(cd "$M" && find . -inum "$(stat -c %i d/a)" | sort | tr '\n' ' ')" "./d/a ./d/b "
 is "du counts a hard-linked pair once" "$(du -sk "$M/big" "$M/big2" | awk '{s += $1} END {print s}')" \
