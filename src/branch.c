@@ -180,6 +180,28 @@ static int unionfs_parse_mode(const char *s, const char *cmd, int *mode)
 	return 0;
 }
 
+/*
+ * The inode number space of a branch being added (unionfs_ino()): its file
+ * system's, if another branch is on it, else the lowest index no branch of
+ * @w uses. The other branches keep theirs, so no number they give changes;
+ * w->n < UNIONFS_MAX_BRANCHES <= UNIONFS_FSIDX_MAX, so one is free.
+ */
+static unsigned int unionfs_pick_fsidx(struct unionfs_work *w,
+				       struct unionfs_branch *br)
+{
+	DECLARE_BITMAP(used, UNIONFS_FSIDX_MAX + 1);
+	int i;
+
+	bitmap_zero(used, UNIONFS_FSIDX_MAX + 1);
+	for (i = 0; i < w->n; i++) {
+		if (w->br[i]->path.mnt->mnt_sb == br->path.mnt->mnt_sb)
+			return w->br[i]->fsidx;
+		if (w->br[i]->fsidx <= UNIONFS_FSIDX_MAX)
+			__set_bit(w->br[i]->fsidx, used);
+	}
+	return find_first_zero_bit(used, UNIONFS_FSIDX_MAX + 1);
+}
+
 static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 			   char *arg)
 {
@@ -278,12 +300,7 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 		goto out_put;
 	}
 	br->id = sbi->next_branch_id;	/* committed only on success */
-	br->fsidx = UNIONFS_MAX_BRANCHES + br->id;
-	for (i = 0; i < w->n; i++)
-		if (w->br[i]->path.mnt->mnt_sb == br->path.mnt->mnt_sb)
-			br->fsidx = w->br[i]->fsidx;
-	if (br->fsidx > 255)
-		br->fsidx = 255;
+	br->fsidx = unionfs_pick_fsidx(w, br);
 	atomic_set(&br->open_files, 0);
 	memmove(&w->br[pos + 1], &w->br[pos], (w->n - pos) * sizeof(w->br[0]));
 	memmove(&w->mode[pos + 1], &w->mode[pos],

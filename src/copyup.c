@@ -527,15 +527,6 @@ out_drop:
 	return ERR_PTR(err);
 }
 
-static void unionfs_rekey_inode(struct inode *inode, struct inode *key)
-{
-	struct unionfs_inode_info *ui = UNIONFS_I(inode);
-
-	remove_inode_hash(inode);
-	ui->key = key;
-	__insert_inode_hash(inode, (unsigned long)key);
-}
-
 /*
  * Would a copy of @dentry in branch @t, below the range its lookup saw
  * (@bend < @t), be hidden? By an opaque copy or a whiteout of the name in
@@ -718,7 +709,8 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		spin_unlock(&ud->lock);
 		err = unionfs_inode_set_vec(inode, ud);
 		if (top)
-			unionfs_rekey_inode(inode, d_inode(newld));
+			unionfs_inode_rekey(inode, d_inode(newld),
+					    unionfs_br(bt, t), dentry);
 		/* our own change of the parent's lower directory */
 		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
 			   unionfs_dir_snap(d_inode(parent)));

@@ -353,13 +353,6 @@ static void unionfs_reval_hazard(struct dentry *dentry,
 			    unionfs_hazard_what[kind], false);
 }
 
-static void unionfs_rekey(struct inode *inode, struct inode *key)
-{
-	remove_inode_hash(inode);
-	WRITE_ONCE(UNIONFS_I(inode)->key, key);
-	__insert_inode_hash(inode, (unsigned long)key);
-}
-
 /* The inode of a refreshed dentry follows its new branch vector. */
 static int unionfs_reval_inode(struct inode *inode,
 			       struct unionfs_dentry_info *ud, bool rekey)
@@ -371,7 +364,8 @@ static int unionfs_reval_inode(struct inode *inode,
 	if (!top)
 		return -ESTALE;
 	if (rekey)
-		unionfs_rekey(inode, d_inode(top));
+		unionfs_inode_rekey(inode, d_inode(top),
+				    unionfs_br(ud->bt, b), NULL);
 	if (!unionfs_vec_same(inode, ud))
 		err = unionfs_inode_set_vec(inode, ud);
 	unionfs_copy_attr(inode, d_inode(top));

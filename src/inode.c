@@ -148,17 +148,63 @@ int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud)
 	return 0;
 }
 
-static void unionfs_set_ino(struct inode *inode, struct inode *lower,
-			    struct unionfs_branch *br)
+/*
+ * The union's number for inode number @lino of branch @br (docs/concepts.md
+ * "Inode numbers"): @lino with the index of @br's file system in the top
+ * bits. Two names get the same number exactly when their winning objects
+ * are the same inode of the same branch file system; the number depends
+ * only on the branch fs's index and its own number, so it survives cache
+ * eviction and remount. 0 when @lino does not fit (the caller falls back).
+ * The one place that makes the number: iget/rekey (i_ino), getattr
+ * (st_ino) and readdir (d_ino) all come here.
+ */
+u64 unionfs_ino(const struct unionfs_branch *br, u64 lino)
 {
-	/*
-	 * Stable and unique for the life of the mount: the branch fs's inode
-	 * number tagged with the index of its superblock among the branches.
-	 */
-	if (!(lower->i_ino >> 56))
-		inode->i_ino = lower->i_ino | ((unsigned long)br->fsidx << 56);
-	else
-		inode->i_ino = get_next_ino();
+	if (!lino || lino >> UNIONFS_INO_SHIFT ||
+	    WARN_ON_ONCE(br->fsidx > UNIONFS_FSIDX_MAX))
+		return 0;
+	return lino | ((u64)br->fsidx << UNIONFS_INO_SHIFT);
+}
+
+/* i_ino of @inode whose winning object is @lower in branch @br */
+static void unionfs_set_ino(struct inode *inode, struct inode *lower,
+			    const struct unionfs_branch *br)
+{
+	u64 ino = unionfs_ino(br, lower->i_ino);
+
+	if (!ino) {
+		/* unique while cached; kept by a rekey (see UNIONFS_INO_VOLATILE) */
+		if (inode->i_ino >> UNIONFS_INO_SHIFT == UNIONFS_INO_VOLATILE)
+			return;
+		ino = ((u64)UNIONFS_INO_VOLATILE << UNIONFS_INO_SHIFT) |
+		      get_next_ino();
+	}
+	WRITE_ONCE(inode->i_ino, ino);
+}
+
+/*
+ * @inode's winning object is now @key in branch @br (a copy-up, or a
+ * directory replaced in its branch): hash it by @key and give it @key's
+ * number. Another name of a non-directory (a hard link in the old branch)
+ * is another file from now on: its dentries other than @keep are unhashed,
+ * so that its next lookup finds its own union inode.
+ */
+void unionfs_inode_rekey(struct inode *inode, struct inode *key,
+			 const struct unionfs_branch *br, struct dentry *keep)
+{
+	struct dentry *alias;
+
+	remove_inode_hash(inode);
+	WRITE_ONCE(UNIONFS_I(inode)->key, key);
+	unionfs_set_ino(inode, key, br);
+	__insert_inode_hash(inode, (unsigned long)key);
+	if (!keep || S_ISDIR(inode->i_mode))
+		return;
+	spin_lock(&inode->i_lock);
+	hlist_for_each_entry(alias, &inode->i_dentry, d_u.d_alias)
+		if (alias != keep)
+			d_drop(alias);
+	spin_unlock(&inode->i_lock);
 }
 
 int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
@@ -538,6 +584,7 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 	struct inode *inode = d_inode(dentry);
 	struct path lpath;
 	int b, bstart, bend, err;
+	u64 ino;
 
 	lpath.dentry = unionfs_lower_top_get(dentry, &b);
 	if (!lpath.dentry)
@@ -546,11 +593,28 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 	err = vfs_getattr(&lpath, stat, request_mask, flags);
 	if (!err && d_really_is_positive(lpath.dentry))
 		unionfs_copy_attr(inode, d_inode(lpath.dentry));
+	/*
+	 * The number of the object this name shows (not the union inode's:
+	 * a hard link of a copied-up name may still share it until its next
+	 * lookup). A branch number that does not fit, or one of another
+	 * st_dev than its branch fs's (a btrfs subvolume), is the branch's
+	 * own (st_dev, st_ino) for a non-directory, as overlayfs does; a
+	 * directory keeps the union's st_dev with a number valid while cached.
+	 */
+	ino = err ? 0 : unionfs_ino(unionfs_br(unionfs_dbt(dentry), b),
+				    stat->ino);
+	if (!err && stat->dev != d_inode(lpath.dentry)->i_sb->s_dev)
+		ino = 0;
 	dput(lpath.dentry);
 	if (err)
 		return err;
-	stat->dev = dentry->d_sb->s_dev;
-	stat->ino = inode->i_ino;
+	if (ino) {
+		stat->dev = dentry->d_sb->s_dev;
+		stat->ino = ino;
+	} else if (S_ISDIR(inode->i_mode)) {
+		stat->dev = dentry->d_sb->s_dev;
+		stat->ino = READ_ONCE(inode->i_ino);
+	}
 	unionfs_get_range(dentry, &bstart, &bend);
 	if (S_ISDIR(inode->i_mode) && bend > bstart)
 		stat->nlink = 1;	/* merged: unknown, as overlayfs does */

@@ -51,7 +51,7 @@ struct unionfs_rdctx {
 	struct dir_context ctx;
 	struct unionfs_rdcache *rdc;
 	int bindex;
-	unsigned int fsidx;
+	struct unionfs_branch *br;	/* of @bindex: for d_ino */
 	int err;
 	bool whseen;		/* a ".wh." entry in this branch */
 };
@@ -178,8 +178,8 @@ static bool unionfs_rd_actor(struct dir_context *ctx, const char *name,
 	if (wh)
 		return true;
 append:
-	if (!(ino >> 56))
-		e->ino = ino | ((u64)rd->fsidx << 56);
+	/* the entry's st_ino (unionfs_getattr), or the branch's own number */
+	e->ino = unionfs_ino(rd->br, ino) ?: ino;
 	rd->err = unionfs_rd_append(rdc, e);
 	return !rd->err;
 }
@@ -232,7 +232,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 			break;
 		}
 		rd.bindex = b;
-		rd.fsidx = unionfs_br(bt, b)->fsidx;
+		rd.br = unionfs_br(bt, b);
 		rd.ctx.pos = 0;
 		rd.whseen = false;
 		err = iterate_dir(f, &rd.ctx);
@@ -317,7 +317,8 @@ static void unionfs_rd_publish(struct dentry *dentry,
 struct unionfs_passthru {
 	struct dir_context ctx;
 	struct dir_context *caller;
-	unsigned int fsidx;
+	struct unionfs_branch *br;
+	u64 dot, dotdot;	/* the union's numbers for "." and ".." */
 	unsigned long emitted;
 	unsigned long whiteouts;
 };
@@ -333,8 +334,10 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 		pt->whiteouts++;
 		return true;
 	}
-	if (!(ino >> 56))
-		ino |= (u64)pt->fsidx << 56;
+	if (is_dot_dotdot(name, len))	/* ".." may win in another branch */
+		ino = len == 1 ? pt->dot : pt->dotdot;
+	else
+		ino = unionfs_ino(pt->br, ino) ?: ino;	/* as unionfs_getattr */
 	/* d_off of the previous entry: where to resume, i.e. this entry */
 	pt->caller->pos = pos;
 	if (!dir_emit(pt->caller, name, len, ino, type))
@@ -355,7 +358,9 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 		struct unionfs_passthru pt = {
 			.ctx.actor = unionfs_passthru_actor,
 			.caller = ctx,
-			.fsidx = fi->br->fsidx,
+			.br = fi->br,
+			.dot = file_inode(file)->i_ino,
+			.dotdot = parent_ino(dentry),
 		};
 		int err = UNIONFS_FAULT("readdir");
 

@@ -68,6 +68,18 @@
 #define UNIONFS_NAME_MAX	(NAME_MAX - UNIONFS_WHLEN)
 #define UNIONFS_DIR_OPAQUE	".wh.__dir_opaque"
 #define UNIONFS_DIR_OPAQUE_LEN	16
+/*
+ * Inode numbers (docs/concepts.md "Inode numbers", unionfs_ino()): a branch
+ * inode number below 2^UNIONFS_INO_SHIFT with its branch fs's index (fsidx,
+ * 0..UNIONFS_FSIDX_MAX) in the top UNIONFS_INO_BITS bits. The last index
+ * (UNIONFS_INO_VOLATILE) is never a branch's: it holds the numbers, valid
+ * only while the inode is cached, of directories whose branch number does
+ * not fit.
+ */
+#define UNIONFS_INO_BITS	8
+#define UNIONFS_INO_SHIFT	(64 - UNIONFS_INO_BITS)
+#define UNIONFS_INO_VOLATILE	((1U << UNIONFS_INO_BITS) - 1)
+#define UNIONFS_FSIDX_MAX	(UNIONFS_INO_VOLATILE - 1)
 /* Temporary names: a whiteout of ".wh.*", which no union name can be. */
 #define UNIONFS_TMPPFX		".wh..wh.unionfs."
 
@@ -86,7 +98,9 @@ struct unionfs_branch {
 	char *name;		/* canonical path of the branch root */
 	int mode;		/* UNIONFS_BR_RO or UNIONFS_BR_RW */
 	int id;			/* stable id, never reused within a mount */
-	unsigned int fsidx;	/* inode number space of the branch's sb */
+	unsigned int fsidx;	/* inode number space of the branch's sb:
+				 * 0..UNIONFS_FSIDX_MAX (unionfs_ino())
+				 */
 	atomic_t open_files;	/* files of the union open on this branch */
 	bool private_mnt;	/* path.mnt is our clone (unionfs_branch_hold) */
 };
@@ -429,6 +443,9 @@ void unionfs_hazard(struct super_block *sb, int kind, int bindex,
 		    const char *name, const char *what);
 const char *unionfs_hazard_name(int kind);
 int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud);
+u64 unionfs_ino(const struct unionfs_branch *br, u64 lino);
+void unionfs_inode_rekey(struct inode *inode, struct inode *key,
+			 const struct unionfs_branch *br, struct dentry *keep);
 
 /* notify.c: coherency=notify */
 int unionfs_notify_init(struct super_block *sb);
