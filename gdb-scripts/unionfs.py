@@ -119,7 +119,21 @@ def path_of(dentry, mnt):
 
 
 def lower_path_of(d, br):
-    """Path of lower dentry D of branch BR (struct unionfs_branch)."""
+    """Path of lower dentry D of branch BR (struct unionfs_branch): the branch's name plus D's
+    path below the branch root. The union holds each branch through a private clone of its
+    mount (rooted at the branch, in no namespace), so a walk up that mount ends at the branch
+    root; a dentry outside it (a bug) is shown as the walk would."""
+    root = int(br["path"]["dentry"])
+    parts = []
+    cur = d
+    for _ in range(4096):
+        if int(cur) == root:
+            base = br["name"].string().rstrip("/")
+            return base + "/" + "/".join(reversed(parts)) if parts else (base or "/")
+        if is_root(cur):
+            break
+        parts.append(dname(cur))
+        cur = cur["d_parent"]
     return path_of(d, real_mount(br["path"]["mnt"]))
 
 

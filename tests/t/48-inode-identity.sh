@@ -53,7 +53,25 @@ is "lower hard-linked pair: nlink 2" "$(stat -c %h "$M/d/a")" 2
 is "names share (dev, ino) exactly when hard-linked in a branch" "$(links "$M" | tr '\n' ,)" \
 	"./big ./big2,./d/a ./d/b,./d/p ./d/q,"
 check "d_ino == st_ino before any copy-up" dino_check "$M"
-dotino() { ls -ai "$1" | awk -v n="$2" '$2 == n {print $1}'; }
+# d_ino of NAME in DIR as getdents64 returns it (ls -ai stats "." and "..": not d_ino)
+dotino() {
+	python3 - "$1" "$2" << 'EOF'
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+buf = ctypes.create_string_buffer(65536)
+while True:
+    n = libc.syscall(217, fd, buf, len(buf))	# getdents64
+    if n <= 0:
+        break
+    off = 0
+    while off < n:
+        ino, _, reclen, _ = struct.unpack_from("<QqHB", buf.raw, off)
+        if buf.raw[off + 19:off + reclen].split(b"\0", 1)[0].decode() == sys.argv[2]:
+            print(ino)
+        off += reclen
+EOF
+}
 is "one-branch dir: d_ino of . is its st_ino" "$(dotino "$M/only/one" .)" "$(stat -c %i "$M/only/one")"
 is "one-branch dir: d_ino of .. is the union parent's st_ino" "$(dotino "$M/only" ..)" "$(stat -c %i "$M")"
 is "merged dir: d_ino of .. is the union parent's st_ino" "$(dotino "$M/d/sub" ..)" "$(stat -c %i "$M/d")"

@@ -9,6 +9,7 @@
 # 3. Copy-up is atomic with respect to the namespace: open(O_WRONLY) copying a file up races rm
 #    and mv (200+ rounds, plus one 128 MiB copy-up taking seconds); the result is always one a
 #    serial order gives, also after drop_caches and a remount.
+# timeout: 600
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest

@@ -110,6 +110,10 @@ ns=$(sed -n 's/^.* unionfs_lookup: .* \/\/big .* ns \([0-9]*\)$/\1/p' "$TR/trace
 if [[ -n $ns ]] && ((ns > 0)); then ok "lookup: duration ns > 0 ($ns)"; else not_ok "lookup: duration ns > 0" "ns='$ns'"; fi
 
 # ---- unionfs_copyup_start / unionfs_copyup_end ----------------------------------------
+# a copy-up gives the object a new number (docs/concepts.md "Inode numbers"): copyup_start
+# carries the one before, copyup_end the one after
+declare -A ino0
+for f in w-open trunc chm xat lnk ren big; do ino0[$f]=$(stat -c %i "$M/$f"); done
 tr_reset unionfs_copyup_start unionfs_copyup_end
 echo more >> "$M/w-open"
 $S truncate "$M/trunc" 2 >/dev/null
@@ -130,7 +134,7 @@ for x in "w-open 7 7 write-open" "trunc 6 2 truncate" "chm 4 4 setattr" "xat 4 4
 	from=1; [[ $1 == big ]] && from=2
 	ino=$(stat -c %i "$M/$1" 2>/dev/null || stat -c %i "$M/${1}2")
 	has "copyup_start: $1 reason $4, $from -> 0" unionfs_copyup_start \
-		"$D name $1 ino $ino branch $from -> 0 size $2 copied 0 reason $4 err 0"
+		"$D name $1 ino ${ino0[$1]} branch $from -> 0 size $2 copied 0 reason $4 err 0"
 	has "copyup_end: $1 reason $4, copied $3, err 0" unionfs_copyup_end \
 		"$D name $1 ino $ino branch $from -> 0 size $2 copied $3 reason $4 err 0"
 done
