@@ -404,7 +404,6 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 				 cause);
 	unionfs_bt_put(oldbt);
 	shrink_dcache_sb(sb);
-	unionfs_prune_inodes(sb);
 	return 0;
 }
 
@@ -419,6 +418,7 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 	struct unionfs_work *w;
 	char *cmd, *cause = "remount";
 	int i, err = 0, next_id;
+	bool deleted = false;
 
 	w = kzalloc(sizeof(*w), GFP_KERNEL);
 	if (!w)
@@ -440,6 +440,7 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 			err = unionfs_cmd_add(sb, w, cmd + 4);
 		} else if (!strncmp(cmd, "del=", 4)) {
 			err = unionfs_cmd_del(w, cmd + 4);
+			deleted = true;
 		} else if (!strncmp(cmd, "mode=", 5)) {
 			err = unionfs_cmd_mode(w, cmd + 5);
 		} else if (!strcmp(cmd, "incgen")) {
@@ -480,6 +481,9 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 		} else {
 			for (i = 0; i < w->n; i++)
 				WRITE_ONCE(bt->br[i]->mode, w->mode[i]);
+			/* what unused cached inodes hold of a deleted branch */
+			if (deleted)
+				unionfs_prune_inodes(sb);
 			pr_info("%s: branches changed, generation %d\n",
 				sb->s_id, atomic_read(&sbi->generation));
 		}

@@ -396,11 +396,10 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 {
 	struct path spath = { .mnt = unionfs_mnt(bt, b), .dentry = src };
 	struct path ppath = { .mnt = unionfs_mnt(bt, t), .dentry = lparent };
-	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
-	char tmpname[sizeof(UNIONFS_TMPPFX) + 24];
+	char tmpname[UNIONFS_TMPNAME_LEN];
 	struct dentry *tmp, *target = NULL;
 	struct kstat st, pst;
-	int err;
+	int err, tmplen;
 
 	err = vfs_getattr(&spath, &st, STATX_BASIC_STATS,
 			  AT_STATX_SYNC_AS_STAT);
@@ -409,13 +408,12 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 				  AT_STATX_SYNC_AS_STAT);
 	if (err)
 		return ERR_PTR(err);
-	snprintf(tmpname, sizeof(tmpname), UNIONFS_TMPPFX "%llu",
-		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
+	tmplen = unionfs_tmp_name(bt->sb, tmpname);
 
 	err = unionfs_want_write(bt, t);
 	if (err)
 		return ERR_PTR(err);
-	tmp = unionfs_lock_lookup(bt, t, lparent, tmpname, strlen(tmpname));
+	tmp = unionfs_lock_lookup(bt, t, lparent, tmpname, tmplen);
 	if (IS_ERR(tmp)) {
 		err = PTR_ERR(tmp);
 		goto out_drop;

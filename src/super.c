@@ -79,10 +79,10 @@ static int unionfs_drop_inode(struct inode *inode)
 }
 
 /*
- * After a branch change: evict the unused cached inodes built on an older
- * table (unionfs_drop_inode drops them at their last iput), so that they
- * release what they hold of a deleted branch now rather than at memory
- * reclaim. Same walk as drop_pagecache_sb(); called with s_umount held.
+ * After a del=: evict the unused cached inodes built on an older table
+ * (unionfs_drop_inode drops them at their last iput), so that they release
+ * what they hold of the deleted branch now rather than at memory reclaim.
+ * Same walk as drop_pagecache_sb(); called with s_umount held.
  */
 void unionfs_prune_inodes(struct super_block *sb)
 {

@@ -82,6 +82,8 @@
 #define UNIONFS_FSIDX_MAX	(UNIONFS_INO_VOLATILE - 1)
 /* Temporary names: a whiteout of ".wh.*", which no union name can be. */
 #define UNIONFS_TMPPFX		".wh..wh.unionfs."
+/* room for one: the prefix, a 64-bit counter in decimal, the NUL */
+#define UNIONFS_TMPNAME_LEN	(sizeof(UNIONFS_TMPPFX) + 20)
 
 /* branch modes */
 #define UNIONFS_BR_RO		0
@@ -504,6 +506,7 @@ void unionfs_remove_tmpdir_locked(struct unionfs_btable *bt, int bindex,
 int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lower_dir, bool must_be_empty);
 char *unionfs_whname(const struct qstr *name);
+int unionfs_tmp_name(struct super_block *sb, char *buf);
 struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
 				  struct dentry *lparent);
 

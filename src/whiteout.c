@@ -304,20 +304,31 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 }
 
 /*
+ * A fresh temporary name in @buf (UNIONFS_TMPNAME_LEN bytes): invisible in
+ * the union (a whiteout of a ".wh." name), unique within the mount, and
+ * continuing from the random point the mount started at (fill_super), so
+ * an earlier mount's leftover does not take it. Returns its length.
+ */
+int unionfs_tmp_name(struct super_block *sb, char *buf)
+{
+	return snprintf(buf, UNIONFS_TMPNAME_LEN, UNIONFS_TMPPFX "%llu",
+			(unsigned long long)
+			atomic64_inc_return(&UNIONFS_SB(sb)->tmp_seq));
+}
+
+/*
  * A negative branch dentry for a fresh temporary name in @lparent, which
- * the caller holds locked: invisible in the union (a whiteout of a ".wh."
- * name). -EEXIST if the name is taken (made in the branch behind us).
+ * the caller holds locked. -EEXIST if the name is taken (made in the
+ * branch behind us).
  */
 struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
 				  struct dentry *lparent)
 {
-	struct unionfs_sb_info *sbi = UNIONFS_SB(bt->sb);
-	char name[sizeof(UNIONFS_TMPPFX) + 24];
+	char name[UNIONFS_TMPNAME_LEN];
 	struct dentry *tmp;
+	int len = unionfs_tmp_name(bt->sb, name);
 
-	snprintf(name, sizeof(name), UNIONFS_TMPPFX "%llu",
-		 (unsigned long long)atomic64_inc_return(&sbi->tmp_seq));
-	tmp = lookup_one_len(name, lparent, strlen(name));
+	tmp = lookup_one_len(name, lparent, len);
 	if (!IS_ERR(tmp) && d_really_is_positive(tmp)) {
 		dput(tmp);
 		tmp = ERR_PTR(-EEXIST);
