@@ -115,7 +115,7 @@ struct unionfs_dentry_info *unionfs_root_dinfo(struct unionfs_btable *bt)
 	for (i = 0; i < bt->nbr; i++) {
 		ud->lower[i] = dget(bt->br[i]->path.dentry);
 		if (i < ud->bend &&
-		    unionfs_is_opaque_dir(bt->br[i]->path.dentry) > 0) {
+		    unionfs_is_opaque_dir(bt->sb, bt->br[i]->path.dentry) > 0) {
 			ud->bend = i;
 			ud->bopaque = i;
 			break;

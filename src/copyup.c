@@ -268,12 +268,13 @@ static void unionfs_remove_tmp(struct unionfs_btable *bt, int t,
 			       struct dentry *lparent, struct dentry *tmp)
 {
 	if (d_really_is_positive(tmp) && d_is_dir(tmp)) {
+		int len;
+		const char *name = unionfs_opaque_name(bt->sb, &len);
 		struct dentry *op;
 
 		/* the opaque marker a copied directory may have got */
 		inode_lock_nested(d_inode(tmp), I_MUTEX_CHILD);
-		op = lookup_one_len(UNIONFS_DIR_OPAQUE, tmp,
-				    UNIONFS_DIR_OPAQUE_LEN);
+		op = lookup_one_len(name, tmp, len);
 		if (!IS_ERR(op)) {
 			if (d_really_is_positive(op))
 				unionfs_do_unlink(bt, t, d_inode(tmp), op);

@@ -66,19 +66,44 @@ char *unionfs_whname(const struct qstr *name)
 	return buf;
 }
 
-/* 1 if @lower_dir holds ".wh.__dir_opaque", 0 if not, or -errno. */
-int unionfs_is_opaque_dir(struct dentry *lower_dir)
+/* The opaque marker @sb writes (markers=): its name and length. */
+const char *unionfs_opaque_name(struct super_block *sb, int *len)
+{
+	if (UNIONFS_SB(sb)->markers == UNIONFS_MARKERS_OCI) {
+		*len = UNIONFS_OCI_OPAQUE_LEN;
+		return UNIONFS_OCI_OPAQUE;
+	}
+	*len = UNIONFS_DIR_OPAQUE_LEN;
+	return UNIONFS_DIR_OPAQUE;
+}
+
+static int unionfs_has_marker(struct dentry *lower_dir, const char *name,
+			      int len)
 {
 	struct dentry *d;
 	int ret;
 
-	d = lookup_one_unlocked(&init_user_ns, UNIONFS_DIR_OPAQUE, lower_dir,
-				UNIONFS_DIR_OPAQUE_LEN);
+	d = lookup_one_unlocked(&init_user_ns, name, lower_dir, len);
 	if (IS_ERR(d))
 		return PTR_ERR(d);
 	ret = d_really_is_positive(d);
 	dput(d);
 	return ret;
+}
+
+/*
+ * 1 if @lower_dir holds an opaque marker @sb honours (".wh.__dir_opaque";
+ * with markers=oci also ".wh..wh..opq"), 0 if not, or -errno.
+ */
+int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir)
+{
+	int ret = unionfs_has_marker(lower_dir, UNIONFS_DIR_OPAQUE,
+				     UNIONFS_DIR_OPAQUE_LEN);
+
+	if (ret || UNIONFS_SB(sb)->markers != UNIONFS_MARKERS_OCI)
+		return ret;
+	return unionfs_has_marker(lower_dir, UNIONFS_OCI_OPAQUE,
+				  UNIONFS_OCI_OPAQUE_LEN);
 }
 
 /* Is there a whiteout for @name (already ".wh."-prefixed) in @lparent? */
@@ -317,7 +342,7 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 				ld = NULL;
 			}
 			if (ld && d_is_dir(ld) && b < pend) {
-				int op = unionfs_is_opaque_dir(ld);
+				int op = unionfs_is_opaque_dir(sb, ld);
 
 				if (op < 0) {
 					err = op;

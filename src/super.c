@@ -171,6 +171,9 @@ static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 	if (UNIONFS_SB(root->d_sb)->coherency != UNIONFS_COH_REVAL)
 		seq_printf(m, ",coherency=%s",
 			   unionfs_coherency_names[UNIONFS_SB(root->d_sb)->coherency]);
+	if (UNIONFS_SB(root->d_sb)->markers != UNIONFS_MARKERS_UNIONFS)
+		seq_printf(m, ",markers=%s",
+			   unionfs_markers_names[UNIONFS_SB(root->d_sb)->markers]);
 	return 0;
 }
 
@@ -241,15 +244,30 @@ struct unionfs_fs_context {
 	char *cmds;			/* remount commands, '\n'-separated */
 	size_t cmdlen;
 	int coherency;			/* UNIONFS_COH_*, -1: not given */
+	int markers;			/* UNIONFS_MARKERS_*, -1: not given */
 };
 
-enum { OPT_DIRS, OPT_ADD, OPT_DEL, OPT_MODE, OPT_INCGEN, OPT_COHERENCY };
+enum {
+	OPT_DIRS, OPT_ADD, OPT_DEL, OPT_MODE, OPT_INCGEN, OPT_COHERENCY,
+	OPT_MARKERS,
+};
 
 static const struct constant_table unionfs_coherency_tbl[] = {
 	{ "none",	UNIONFS_COH_NONE },
 	{ "reval",	UNIONFS_COH_REVAL },
 	{ "notify",	UNIONFS_COH_NOTIFY },
 	{}
+};
+
+static const struct constant_table unionfs_markers_tbl[] = {
+	{ "unionfs",	UNIONFS_MARKERS_UNIONFS },
+	{ "oci",	UNIONFS_MARKERS_OCI },
+	{}
+};
+
+const char *const unionfs_markers_names[] = {
+	[UNIONFS_MARKERS_UNIONFS]	= "unionfs",
+	[UNIONFS_MARKERS_OCI]		= "oci",
 };
 
 static const struct fs_parameter_spec unionfs_param_specs[] = {
@@ -260,6 +278,7 @@ static const struct fs_parameter_spec unionfs_param_specs[] = {
 	fsparam_string("mode", OPT_MODE),
 	fsparam_flag("incgen", OPT_INCGEN),
 	fsparam_string("coherency", OPT_COHERENCY),
+	fsparam_string("markers", OPT_MARKERS),
 	{}
 };
 
@@ -368,6 +387,17 @@ static int unionfs_parse_param(struct fs_context *fc,
 			return -EINVAL;
 		}
 		ctx->coherency = c;
+		return 0;
+	}
+	if (opt == OPT_MARKERS) {
+		int m = lookup_constant(unionfs_markers_tbl, param->string, -1);
+
+		if (m < 0) {
+			pr_warn("mount: unknown markers '%*pE' (use unionfs or oci)\n",
+				(int)strlen(param->string), param->string);
+			return -EINVAL;
+		}
+		ctx->markers = m;
 		return 0;
 	}
 	if (opt != OPT_DIRS &&
@@ -546,6 +576,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	spin_lock_init(&sbi->actor_lock);
 	INIT_LIST_HEAD(&sbi->actors);
 	sbi->coherency = ctx->coherency < 0 ? UNIONFS_COH_REVAL : ctx->coherency;
+	sbi->markers = ctx->markers < 0 ? UNIONFS_MARKERS_UNIONFS : ctx->markers;
 	sb->s_fs_info = sbi;
 	err = unionfs_notify_init(sb);
 	if (err)
@@ -624,6 +655,12 @@ static int unionfs_reconfigure(struct fs_context *fc)
 			unionfs_coherency_names[UNIONFS_SB(sb)->coherency]);
 		return -EINVAL;
 	}
+	if (ctx->markers >= 0 && ctx->markers != UNIONFS_SB(sb)->markers) {
+		pr_warn("remount: markers=%s: the markers are chosen at mount time (now %s)\n",
+			unionfs_markers_names[ctx->markers],
+			unionfs_markers_names[UNIONFS_SB(sb)->markers]);
+		return -EINVAL;
+	}
 	sync_filesystem(sb);
 	bt = unionfs_bt_get(sb);
 	if (ctx->dirs) {
@@ -693,6 +730,7 @@ static int unionfs_init_fs_context(struct fs_context *fc)
 	if (!ctx)
 		return -ENOMEM;
 	ctx->coherency = -1;
+	ctx->markers = -1;
 	fc->fs_private = ctx;
 	fc->ops = &unionfs_context_ops;
 	return 0;

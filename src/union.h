@@ -69,6 +69,12 @@
 #define UNIONFS_DIR_OPAQUE	".wh.__dir_opaque"
 #define UNIONFS_DIR_OPAQUE_LEN	16
 /*
+ * The opaque marker of OCI image layers (and aufs): with markers=oci it is
+ * the one the union writes, and both are honoured (unionfs_opaque_name()).
+ */
+#define UNIONFS_OCI_OPAQUE	".wh..wh..opq"
+#define UNIONFS_OCI_OPAQUE_LEN	12
+/*
  * Inode numbers (docs/concepts.md "Inode numbers", unionfs_ino()): a branch
  * inode number below 2^UNIONFS_INO_SHIFT with its branch fs's index (fsidx,
  * 0..UNIONFS_FSIDX_MAX) in the top UNIONFS_INO_BITS bits. The last index
@@ -142,6 +148,12 @@ enum {
 	UNIONFS_COH_NOTIFY,	/* eager: fsnotify marks on branch directories */
 };
 
+/* markers= : which opaque-directory marker a mount writes and honours */
+enum {
+	UNIONFS_MARKERS_UNIONFS,	/* ".wh.__dir_opaque" only */
+	UNIONFS_MARKERS_OCI,	/* writes ".wh..wh..opq", honours both */
+};
+
 struct fsnotify_group;
 struct unionfs_nmark;
 
@@ -160,6 +172,7 @@ struct unionfs_sb_info {
 	atomic_long_t hazards[UNIONFS_HZ_MAX];	/* direct changes seen */
 	unsigned long flags;		/* UNIONFS_SB_* bits */
 	int coherency;			/* UNIONFS_COH_* */
+	int markers;			/* UNIONFS_MARKERS_* */
 	/* coherency=notify (notify.c) */
 	struct fsnotify_group *ngroup;	/* our marks on branch dirs */
 	struct mutex nmutex;		/* mark adoption/release */
@@ -391,7 +404,8 @@ void unionfs_nowh_record(struct inode *dir, struct unionfs_btable *bt, int b,
 			 struct inode *ldir, u64 stamp);
 struct inode *unionfs_iget(struct super_block *sb,
 			   struct unionfs_dentry_info *ud);
-int unionfs_is_opaque_dir(struct dentry *lower_dir);
+int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir);
+const char *unionfs_opaque_name(struct super_block *sb, int *len);
 bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 			    int from);
 
@@ -457,6 +471,7 @@ void unionfs_notify_release(struct unionfs_ivec *vec);
 void unionfs_actor_begin(struct unionfs_btable *bt, struct unionfs_actor *a);
 void unionfs_actor_end(struct unionfs_btable *bt, struct unionfs_actor *a);
 extern const char *const unionfs_coherency_names[];
+extern const char *const unionfs_markers_names[];
 
 /* file.c */
 extern const struct file_operations unionfs_main_fops;

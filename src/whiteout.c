@@ -113,12 +113,14 @@ int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 			    struct dentry *ldir, const struct dentry *shown,
 			    const char *reason, bool *created)
 {
+	int len;
+	const char *name = unionfs_opaque_name(bt->sb, &len);
 	struct dentry *d;
 	int err;
 
 	*created = false;
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
-	d = lookup_one_len(UNIONFS_DIR_OPAQUE, ldir, UNIONFS_DIR_OPAQUE_LEN);
+	d = lookup_one_len(name, ldir, len);
 	err = PTR_ERR_OR_ZERO(d);
 	if (!err) {
 		if (d_really_is_negative(d)) {
@@ -133,7 +135,7 @@ int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 	}
 	inode_unlock(d_inode(ldir));
 	unionfs_trace_marker(unionfs_opaque_mark, bt, shown ?: ldir,
-			     UNIONFS_DIR_OPAQUE, bindex, reason, err);
+			     name, bindex, reason, err);
 	return err;
 }
 
@@ -151,11 +153,13 @@ int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 int unionfs_remove_opaque(struct unionfs_btable *bt, int bindex,
 			  struct dentry *ldir)
 {
+	int len;
+	const char *name = unionfs_opaque_name(bt->sb, &len);
 	struct dentry *d;
 	int err;
 
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
-	d = lookup_one_len(UNIONFS_DIR_OPAQUE, ldir, UNIONFS_DIR_OPAQUE_LEN);
+	d = lookup_one_len(name, ldir, len);
 	err = PTR_ERR_OR_ZERO(d);
 	if (!err) {
 		if (d_really_is_positive(d) && d_is_reg(d))
