@@ -12,6 +12,41 @@
 
 #include "unionfs_trace.h"
 
+struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
+{
+	struct unionfs_dentry_info *ud;
+
+	ud = kzalloc(struct_size(ud, lower, bt->nbr), GFP_KERNEL);
+	if (!ud)
+		return NULL;
+	spin_lock_init(&ud->lock);
+	INIT_LIST_HEAD(&ud->retired);
+	ud->bstart = -1;
+	ud->bend = -1;
+	ud->bopaque = -1;
+	ud->bwh = -1;
+	ud->nbr = bt->nbr;
+	ud->generation = bt->gen;
+	refcount_inc(&bt->ref);
+	ud->bt = bt;
+	return ud;
+}
+
+/* Free @ud and the infos it replaced (unionfs_dinfo_install()). */
+void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
+{
+	struct unionfs_dentry_info *prev;
+	int i;
+
+	for (; ud; ud = prev) {
+		prev = ud->prev;
+		for (i = 0; i < ud->nbr; i++)
+			dput(ud->lower[i]);
+		unionfs_bt_put(ud->bt);
+		kfree_rcu(ud, rcu);
+	}
+}
+
 struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex)
 {
 	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
@@ -62,63 +97,6 @@ void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
 	*bstart = ud->bstart;
 	*bend = ud->bend;
 	spin_unlock(&ud->lock);
-}
-
-static const char *const unionfs_hazard_names[UNIONFS_HZ_MAX] = {
-	[UNIONFS_HZ_VANISHED]		= "vanished",
-	[UNIONFS_HZ_REPLACED]		= "replaced",
-	[UNIONFS_HZ_DIR_CHANGED]	= "dir_changed",
-	[UNIONFS_HZ_CREATED]		= "created",
-	[UNIONFS_HZ_REMOVED]		= "removed",
-	[UNIONFS_HZ_RENAMED]		= "renamed",
-	[UNIONFS_HZ_ATTRIB]		= "attrib",
-	[UNIONFS_HZ_COPYUP_RACE]	= "copyup_raced",
-};
-
-const char *unionfs_hazard_name(int kind)
-{
-	return unionfs_hazard_names[kind];
-}
-
-/*
- * Count a direct branch modification and report the first one of a mount.
- * @by_current: we run in the modifying process (fsnotify), so name it.
- */
-void unionfs_hazard_note(struct super_block *sb, int kind, int bindex,
-			 const char *name, int len, const char *what,
-			 bool by_current)
-{
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
-	char comm[TASK_COMM_LEN];
-
-	atomic_long_inc(&sbi->hazards[kind]);
-	if (test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
-		return;
-	/* the name and the command are the user's: escaped, one log line */
-	if (by_current) {
-		get_task_comm(comm, current);
-		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s by %*pE[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
-			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
-			  unionfs_hazard_names[kind], len, name, bindex, what,
-			  (int)strnlen(comm, sizeof(comm)), comm,
-			  task_pid_nr(current),
-			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
-	} else {
-		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
-			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
-			  unionfs_hazard_names[kind], len, name, bindex, what,
-			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
-	}
-}
-
-/* Count, trace and (once per mount) report a direct branch modification. */
-void unionfs_hazard(struct super_block *sb, int kind, int bindex,
-		    const char *name, const char *what)
-{
-	trace_unionfs_hazard(sb, unionfs_hazard_names[kind], bindex, name,
-			     what);
-	unionfs_hazard_note(sb, kind, bindex, name, (int)strlen(name), what,
-			    false);
 }
 
 /* Trace a revalidation result (out of line: the name copy's stack). */

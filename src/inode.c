@@ -1161,3 +1161,50 @@ const struct inode_operations unionfs_special_iops = {
 	.setattr	= unionfs_setattr,
 	.listxattr	= unionfs_listxattr,
 };
+
+static int unionfs_inode_test(struct inode *inode, void *data)
+{
+	return UNIONFS_I(inode)->key == data;
+}
+
+static int unionfs_inode_set(struct inode *inode, void *data)
+{
+	UNIONFS_I(inode)->key = data;
+	return 0;
+}
+
+struct inode *unionfs_iget(struct super_block *sb,
+			   struct unionfs_dentry_info *ud)
+{
+	struct inode *key, *inode;
+	int err;
+
+	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
+		return ERR_PTR(-EIO);
+	key = d_inode(ud->lower[ud->bstart]);
+	inode = iget5_locked(sb, (unsigned long)key, unionfs_inode_test,
+			     unionfs_inode_set, key);
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (!(inode->i_state & I_NEW)) {
+		/*
+		 * A known object: follow the branches of this lookup. Usually
+		 * they are the ones it has: keep its vector then (with the
+		 * notify marks and the permission cache).
+		 */
+		err = unionfs_vec_same(inode, ud) ? 0 :
+		      unionfs_inode_set_vec(inode, ud);
+		if (err) {
+			iput(inode);
+			return ERR_PTR(err);
+		}
+		return inode;
+	}
+	err = unionfs_inode_init(inode, ud);
+	if (err) {
+		iget_failed(inode);
+		return ERR_PTR(err);
+	}
+	unlock_new_inode(inode);
+	return inode;
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * unionfs: lookup by branch priority, whiteouts, opaque directories,
- * duplicate elimination, and union inode instantiation.
+ * unionfs: lookup by branch priority, whiteouts, opaque directories and
+ * duplicate elimination (the union inode: unionfs_iget() in inode.c).
  *
  * For each branch b from the parent's first to last contributing branch:
  *   - NAME positive in b: the first positive entry wins. A non-directory
@@ -18,93 +18,6 @@
 #include <linux/ktime.h>
 
 #include "unionfs_trace.h"
-
-struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
-{
-	struct unionfs_dentry_info *ud;
-
-	ud = kzalloc(struct_size(ud, lower, bt->nbr), GFP_KERNEL);
-	if (!ud)
-		return NULL;
-	spin_lock_init(&ud->lock);
-	INIT_LIST_HEAD(&ud->retired);
-	ud->bstart = -1;
-	ud->bend = -1;
-	ud->bopaque = -1;
-	ud->bwh = -1;
-	ud->nbr = bt->nbr;
-	ud->generation = bt->gen;
-	refcount_inc(&bt->ref);
-	ud->bt = bt;
-	return ud;
-}
-
-/* Free @ud and the infos it replaced (unionfs_dinfo_install()). */
-void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
-{
-	struct unionfs_dentry_info *prev;
-	int i;
-
-	for (; ud; ud = prev) {
-		prev = ud->prev;
-		for (i = 0; i < ud->nbr; i++)
-			dput(ud->lower[i]);
-		unionfs_bt_put(ud->bt);
-		kfree_rcu(ud, rcu);
-	}
-}
-
-char *unionfs_whname(const struct qstr *name)
-{
-	char *buf = kmalloc(name->len + UNIONFS_WHLEN + 1, GFP_KERNEL);
-
-	if (!buf)
-		return NULL;
-	memcpy(buf, UNIONFS_WHPFX, UNIONFS_WHLEN);
-	memcpy(buf + UNIONFS_WHLEN, name->name, name->len);
-	buf[name->len + UNIONFS_WHLEN] = '\0';
-	return buf;
-}
-
-/* The opaque marker @sb writes (markers=): its name and length. */
-const char *unionfs_opaque_name(struct super_block *sb, int *len)
-{
-	if (UNIONFS_SB(sb)->markers == UNIONFS_MARKERS_OCI) {
-		*len = UNIONFS_OCI_OPAQUE_LEN;
-		return UNIONFS_OCI_OPAQUE;
-	}
-	*len = UNIONFS_DIR_OPAQUE_LEN;
-	return UNIONFS_DIR_OPAQUE;
-}
-
-static int unionfs_has_marker(struct dentry *lower_dir, const char *name,
-			      int len)
-{
-	struct dentry *d;
-	int ret;
-
-	d = lookup_one_unlocked(&init_user_ns, name, lower_dir, len);
-	if (IS_ERR(d))
-		return PTR_ERR(d);
-	ret = d_really_is_positive(d);
-	dput(d);
-	return ret;
-}
-
-/*
- * 1 if @lower_dir holds an opaque marker @sb honours (".wh.__dir_opaque";
- * with markers=oci also ".wh..wh..opq"), 0 if not, or -errno.
- */
-int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir)
-{
-	int ret = unionfs_has_marker(lower_dir, UNIONFS_DIR_OPAQUE,
-				     UNIONFS_DIR_OPAQUE_LEN);
-
-	if (ret || UNIONFS_SB(sb)->markers != UNIONFS_MARKERS_OCI)
-		return ret;
-	return unionfs_has_marker(lower_dir, UNIONFS_OCI_OPAQUE,
-				  UNIONFS_OCI_OPAQUE_LEN);
-}
 
 /* Is there a whiteout for @name (already ".wh."-prefixed) in @lparent? */
 static int unionfs_has_whiteout(struct unionfs_btable *bt, int bindex,
@@ -423,53 +336,6 @@ bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 	ret = err || ud->bstart >= 0;
 	unionfs_free_dinfo(ud);
 	return ret;
-}
-
-static int unionfs_inode_test(struct inode *inode, void *data)
-{
-	return UNIONFS_I(inode)->key == data;
-}
-
-static int unionfs_inode_set(struct inode *inode, void *data)
-{
-	UNIONFS_I(inode)->key = data;
-	return 0;
-}
-
-struct inode *unionfs_iget(struct super_block *sb,
-			   struct unionfs_dentry_info *ud)
-{
-	struct inode *key, *inode;
-	int err;
-
-	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
-		return ERR_PTR(-EIO);
-	key = d_inode(ud->lower[ud->bstart]);
-	inode = iget5_locked(sb, (unsigned long)key, unionfs_inode_test,
-			     unionfs_inode_set, key);
-	if (!inode)
-		return ERR_PTR(-ENOMEM);
-	if (!(inode->i_state & I_NEW)) {
-		/*
-		 * A known object: follow the branches of this lookup. Usually
-		 * they are the ones it has: keep its vector then (with the
-		 * notify marks and the permission cache).
-		 */
-		err = unionfs_vec_same(inode, ud) ? 0 :
-		      unionfs_inode_set_vec(inode, ud);
-		if (err) {
-			iput(inode);
-			return ERR_PTR(err);
-		}
-		return inode;
-	}
-	err = unionfs_inode_init(inode, ud);
-	if (err) {
-		iget_failed(inode);
-		return ERR_PTR(err);
-	}
-	unlock_new_inode(inode);
-	return inode;
 }
 
 struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,

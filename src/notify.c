@@ -20,12 +20,72 @@
  *
  * Marks are shared by all union inodes that hold the same lower directory
  * (users count, under sbi->nmutex) and removed with the last of them.
+ *
+ * Every direct change seen, by either mode, is a hazard: counted per kind,
+ * traced, and reported once per mount (unionfs_hazard()).
  */
 #include "union.h"
 
 #include <linux/fsnotify_backend.h>
 
 #include "unionfs_trace.h"
+
+static const char *const unionfs_hazard_names[UNIONFS_HZ_MAX] = {
+	[UNIONFS_HZ_VANISHED]		= "vanished",
+	[UNIONFS_HZ_REPLACED]		= "replaced",
+	[UNIONFS_HZ_DIR_CHANGED]	= "dir_changed",
+	[UNIONFS_HZ_CREATED]		= "created",
+	[UNIONFS_HZ_REMOVED]		= "removed",
+	[UNIONFS_HZ_RENAMED]		= "renamed",
+	[UNIONFS_HZ_ATTRIB]		= "attrib",
+	[UNIONFS_HZ_COPYUP_RACE]	= "copyup_raced",
+};
+
+const char *unionfs_hazard_name(int kind)
+{
+	return unionfs_hazard_names[kind];
+}
+
+/*
+ * Count a direct branch modification and report the first one of a mount.
+ * @by_current: we run in the modifying process (fsnotify), so name it.
+ */
+void unionfs_hazard_note(struct super_block *sb, int kind, int bindex,
+			 const char *name, int len, const char *what,
+			 bool by_current)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	char comm[TASK_COMM_LEN];
+
+	atomic_long_inc(&sbi->hazards[kind]);
+	if (test_and_set_bit(UNIONFS_SB_NOTICED, &sbi->flags))
+		return;
+	/* the name and the command are the user's: escaped, one log line */
+	if (by_current) {
+		get_task_comm(comm, current);
+		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s by %*pE[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
+			  unionfs_hazard_names[kind], len, name, bindex, what,
+			  (int)strnlen(comm, sizeof(comm)), comm,
+			  task_pid_nr(current),
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	} else {
+		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
+			  unionfs_hazard_names[kind], len, name, bindex, what,
+			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	}
+}
+
+/* Count, trace and (once per mount) report a direct branch modification. */
+void unionfs_hazard(struct super_block *sb, int kind, int bindex,
+		    const char *name, const char *what)
+{
+	trace_unionfs_hazard(sb, unionfs_hazard_names[kind], bindex, name,
+			     what);
+	unionfs_hazard_note(sb, kind, bindex, name, (int)strlen(name), what,
+			    false);
+}
 
 const char *const unionfs_coherency_names[] = {
 	[UNIONFS_COH_NONE]	= "none",

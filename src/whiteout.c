@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * unionfs: whiteouts ".wh.NAME" and opaque directories ".wh.__dir_opaque".
+ * unionfs: whiteouts ".wh.NAME", opaque directories ".wh.__dir_opaque"
+ * (with markers=oci ".wh..wh..opq"), and the union's temporary names.
  *
- * Both are empty regular files, created with the mounter's credentials
- * (callers override creds) in a writable branch.
+ * Whiteouts and markers are empty regular files, created with the
+ * mounter's credentials (callers override creds) in a writable branch.
  */
 #include "union.h"
 #include "lower.h"
@@ -12,6 +13,58 @@
 #include <linux/sched/signal.h>
 
 #include "unionfs_trace.h"
+
+char *unionfs_whname(const struct qstr *name)
+{
+	char *buf = kmalloc(name->len + UNIONFS_WHLEN + 1, GFP_KERNEL);
+
+	if (!buf)
+		return NULL;
+	memcpy(buf, UNIONFS_WHPFX, UNIONFS_WHLEN);
+	memcpy(buf + UNIONFS_WHLEN, name->name, name->len);
+	buf[name->len + UNIONFS_WHLEN] = '\0';
+	return buf;
+}
+
+/* The opaque marker @sb writes (markers=): its name and length. */
+const char *unionfs_opaque_name(struct super_block *sb, int *len)
+{
+	if (UNIONFS_SB(sb)->markers == UNIONFS_MARKERS_OCI) {
+		*len = UNIONFS_OCI_OPAQUE_LEN;
+		return UNIONFS_OCI_OPAQUE;
+	}
+	*len = UNIONFS_DIR_OPAQUE_LEN;
+	return UNIONFS_DIR_OPAQUE;
+}
+
+static int unionfs_has_marker(struct dentry *lower_dir, const char *name,
+			      int len)
+{
+	struct dentry *d;
+	int ret;
+
+	d = lookup_one_unlocked(&init_user_ns, name, lower_dir, len);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
+	ret = d_really_is_positive(d);
+	dput(d);
+	return ret;
+}
+
+/*
+ * 1 if @lower_dir holds an opaque marker @sb honours (".wh.__dir_opaque";
+ * with markers=oci also ".wh..wh..opq"), 0 if not, or -errno.
+ */
+int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir)
+{
+	int ret = unionfs_has_marker(lower_dir, UNIONFS_DIR_OPAQUE,
+				     UNIONFS_DIR_OPAQUE_LEN);
+
+	if (ret || UNIONFS_SB(sb)->markers != UNIONFS_MARKERS_OCI)
+		return ret;
+	return unionfs_has_marker(lower_dir, UNIONFS_OCI_OPAQUE,
+				  UNIONFS_OCI_OPAQUE_LEN);
+}
 
 /* Trace a marker event with the lower directory's name. */
 #define unionfs_trace_marker(event, bt, dir, marker, bindex, reason, err) \
