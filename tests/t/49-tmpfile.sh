@@ -267,7 +267,7 @@ before=$(snap0)
 ref=$("${AS[@]}" python3 "$P" user-deny "$R" 2>&1)
 uni=$("${AS[@]}" python3 "$P" user-deny "$M" 2>&1)
 is "B: refused tmpfile/linkat as uid 4343 as on tmpfs" "$uni" "$ref"
-is "B: refused open is EACCES (union)" "$(grep -c 'rdir: EACCES' <<< "$uni")" 1
+is "B: refused open is EACCES (union)" "$(grep -c 'open in root-owned rdir: EACCES' <<< "$uni")" 1
 is "B: refused linkat is EACCES (union)" "$(grep -c 'into rdir: EACCES' <<< "$uni")" 1
 is "B: refusals leave b0 byte for byte unchanged" "$(snap0)" "$before"
 is "B: rdir not copied up" "$(ls -d "$B0/rdir" 2>&1 | grep -c 'No such')" 1
