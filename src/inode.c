@@ -994,11 +994,13 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 	}
 	/*
 	 * An O_TMPFILE file (nlink 0, and I_LINKABLE, or the VFS would have
-	 * refused) exists in its branch only, without a name to copy up: it
-	 * is linked there, where its branch inode is I_LINKABLE, or not at
-	 * all.
+	 * refused) exists in its branch only, without a name to copy up (nor
+	 * one to look up again after a branch change): it is linked there,
+	 * where its branch inode is I_LINKABLE, or not at all.
 	 */
-	if (!err && !d_inode(old)->i_nlink && b != ob)
+	if (!err && !d_inode(old)->i_nlink &&
+	    (b != ob || !UNIONFS_D(new) ||
+	     unionfs_dbt(old) != unionfs_dbt(new)))
 		err = -EXDEV;
 	if (!err)
 		err = unionfs_copyup_dentry_held(old, b, "link", -1);
