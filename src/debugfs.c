@@ -76,6 +76,7 @@ static struct unionfs_fault_site unionfs_sites[] = {
 	{ "rename" }, { "setattr" }, { "setxattr" }, { "removexattr" },
 	{ "copyup_create" }, { "copyup_data" }, { "copyup_attr" },
 	{ "copyup_rename" }, { "whiteout" }, { "opaque" },
+	{ "tmpfile" },
 };
 
 static DEFINE_SPINLOCK(unionfs_fault_lock);

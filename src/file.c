@@ -39,11 +39,34 @@ static rwf_t unionfs_iocb_to_rwf(int ifl)
 	return flags;
 }
 
+/*
+ * Make the open branch file @lf (branch @b of @bt) the one the union file
+ * @file wraps: its private data. Takes over the reference to @lf, also on
+ * failure.
+ */
+static int unionfs_file_attach(struct file *file, struct file *lf,
+			       struct unionfs_btable *bt, int b)
+{
+	struct unionfs_file_info *fi;
+
+	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	if (!fi) {
+		fput(lf);
+		return -ENOMEM;
+	}
+	spin_lock_init(&fi->lock);
+	fi->lower = lf;
+	fi->br = unionfs_br_open(bt, b);
+	fi->generation = unionfs_sb_gen(bt->sb);
+	/* RWF_NOWAIT where the branch file takes it */
+	file->f_mode |= lf->f_mode & FMODE_NOWAIT;
+	file->private_data = fi;
+	return 0;
+}
+
 static int unionfs_open(struct inode *inode, struct file *file)
 {
 	struct dentry *dentry = file->f_path.dentry;
-	struct super_block *sb = inode->i_sb;
-	struct unionfs_file_info *fi;
 	struct dentry *ld;
 	struct file *lf;
 	int b, err;
@@ -57,29 +80,15 @@ static int unionfs_open(struct inode *inode, struct file *file)
 		if (err)
 			return err;
 	}
-	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
-	if (!fi)
-		return -ENOMEM;
-	spin_lock_init(&fi->lock);
 	ld = unionfs_lower_top_get(dentry, &b);
-	if (!ld) {
-		kfree(fi);
+	if (!ld)
 		return -ESTALE;
-	}
 	lf = unionfs_do_open(unionfs_dbt(dentry), b, ld, file->f_flags,
 			     current_cred());
 	dput(ld);
-	if (IS_ERR(lf)) {
-		kfree(fi);
+	if (IS_ERR(lf))
 		return PTR_ERR(lf);
-	}
-	fi->lower = lf;
-	fi->br = unionfs_br_open(unionfs_dbt(dentry), b);
-	fi->generation = unionfs_sb_gen(sb);
-	/* RWF_NOWAIT where the branch file takes it */
-	file->f_mode |= lf->f_mode & FMODE_NOWAIT;
-	file->private_data = fi;
-	return 0;
+	return unionfs_file_attach(file, lf, unionfs_dbt(dentry), b);
 }
 
 /* Drop a union file's own reference to its branch file @lf on @br. */
@@ -97,6 +106,34 @@ static int unionfs_release(struct inode *inode, struct file *file)
 	unionfs_real_release(fi->lower, fi->br);
 	kfree(fi);
 	return 0;
+}
+
+/* ->open of a union file whose branch file is attached already */
+static int unionfs_open_attached(struct inode *inode, struct file *file)
+{
+	return 0;
+}
+
+/*
+ * Open the union file @file (->tmpfile's, not opened yet) on @dentry over
+ * @lf, a branch file of branch @b the branch fs opened itself (O_TMPFILE,
+ * inode.c): the same private data as unionfs_open() makes. Takes over the
+ * reference to @lf, also on failure.
+ */
+int unionfs_open_over(struct file *file, struct dentry *dentry,
+		      struct file *lf, struct unionfs_btable *bt, int b)
+{
+	int err = unionfs_file_attach(file, lf, bt, b);
+
+	if (err)
+		return err;
+	err = finish_open(file, dentry, unionfs_open_attached);
+	/* not opened: ->release will not be called, drop it here */
+	if (err && !(file->f_mode & FMODE_OPENED)) {
+		unionfs_release(d_inode(dentry), file);
+		file->private_data = NULL;
+	}
+	return err;
 }
 
 /* Has @file's dentry another winning lower inode than @lf's? */

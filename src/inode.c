@@ -12,6 +12,7 @@
 #include "lower.h"
 
 #include <linux/fs_stack.h>
+#include <linux/file.h>
 #include <linux/fileattr.h>
 #include <linux/posix_acl.h>
 #include <linux/xattr.h>
@@ -898,6 +899,80 @@ static int unionfs_symlink(struct user_namespace *mnt_userns,
 	return unionfs_create_object(dir, dentry, &n, INT_MAX);
 }
 
+/*
+ * O_TMPFILE (docs/usage.md): an unnamed file in the branch where a new
+ * name in @dir would go, @dir's missing ancestors copied up there first,
+ * as for create (the VFS checked MAY_WRITE | MAY_EXEC on @dir before).
+ * The branch fs makes and opens it with its own ->tmpfile and the
+ * caller's credentials (owner, umask or default ACL, security label: the
+ * branch's rules, as for create); the union inode stands over that branch
+ * inode like over any other (unionfs_iget, its number from unionfs_ino()),
+ * with no name (d_tmpfile), and the union file wraps the branch file.
+ * linkat() names it through unionfs_link (the VFS keeps O_EXCL ones
+ * unlinkable, and so does the branch); closed without a name, it goes
+ * with its last reference, in the branch as well.
+ */
+static int unionfs_tmpfile(struct user_namespace *mnt_userns,
+			   struct inode *dir, struct file *file, umode_t mode)
+{
+	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_dentry_info *ud;
+	struct unionfs_btable *bt;
+	struct dentry *lparent;
+	struct inode *inode;
+	struct file *lf;
+	int t, err;
+
+	if (WARN_ON_ONCE(dentry->d_fsdata || !UNIONFS_D(dentry->d_parent)))
+		return -EIO;
+	bt = unionfs_dbt(dentry->d_parent);
+	ud = unionfs_alloc_dinfo(bt);
+	if (!ud)
+		return -ENOMEM;
+	dentry->d_fsdata = ud;	/* freed with @dentry (unionfs_d_release) */
+	t = unionfs_new_target(dentry, INT_MAX);
+	if (t < 0)
+		return t;
+	lparent = unionfs_lower_dentry_get(dentry->d_parent, t);
+	if (!lparent)
+		return -ESTALE;
+	/* as unionfs_create_object: the umask where the branch has no ACLs */
+	if (!IS_POSIXACL(d_inode(lparent)))
+		mode &= ~current_umask();
+	err = unionfs_want_write(bt, t);
+	if (err)
+		goto out_dput;
+	lf = unionfs_do_tmpfile_open(bt, t, lparent, mode, file->f_flags,
+				     current_cred());
+	/* an open branch file for write holds its own write access */
+	unionfs_drop_write(bt, t);
+	if (IS_ERR(lf)) {
+		err = PTR_ERR(lf);
+		goto out_dput;
+	}
+	spin_lock(&ud->lock);
+	ud->lower[t] = dget(lf->f_path.dentry);
+	ud->bstart = t;
+	ud->bend = t;
+	spin_unlock(&ud->lock);
+	inode = unionfs_iget(dir->i_sb, ud);
+	if (IS_ERR(inode)) {
+		fput(lf);
+		err = PTR_ERR(inode);
+		goto out_dput;
+	}
+	/*
+	 * d_tmpfile() takes away the one link a filesystem's new inode has;
+	 * the branch inode has lost it already (nlink 0, as copied).
+	 */
+	set_nlink(inode, 1);
+	d_tmpfile(file, inode);
+	err = unionfs_open_over(file, dentry, lf, bt, t);
+out_dput:
+	dput(lparent);
+	return err;
+}
+
 static int unionfs_link(struct dentry *old, struct inode *dir,
 			struct dentry *new)
 {
@@ -917,6 +992,16 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 		b = unionfs_nearest_writable(unionfs_dbt(old), ob);
 		err = b < 0 ? b : 0;
 	}
+	/*
+	 * An O_TMPFILE file (nlink 0, and I_LINKABLE, or the VFS would have
+	 * refused) exists in its branch only, without a name to copy up (nor
+	 * one to look up again after a branch change): it is linked there,
+	 * where its branch inode is I_LINKABLE, or not at all.
+	 */
+	if (!err && !d_inode(old)->i_nlink &&
+	    (b != ob || !UNIONFS_D(new) ||
+	     unionfs_dbt(old) != unionfs_dbt(new)))
+		err = -EXDEV;
 	if (!err)
 		err = unionfs_copyup_dentry_held(old, b, "link", -1);
 	if (!err) {
@@ -1121,6 +1206,7 @@ const struct inode_operations unionfs_dir_iops = {
 	.lookup		= unionfs_lookup,
 	.create		= unionfs_create,
 	.link		= unionfs_link,
+	.tmpfile	= unionfs_tmpfile,
 	.unlink		= unionfs_unlink,
 	.symlink	= unionfs_symlink,
 	.mkdir		= unionfs_mkdir,

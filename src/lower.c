@@ -258,3 +258,33 @@ int unionfs_do_scan(struct unionfs_btable *bt, int bindex, struct dentry *d,
 	}
 	return unionfs_trace_op(bt->sb, "scan", bindex, d, err);
 }
+
+/*
+ * O_TMPFILE: an open unnamed regular file in branch directory @dir, made
+ * by the branch fs's ->tmpfile with the caller's credentials (@cred, the
+ * opener's: the owner, the umask or default ACL and the security label
+ * are the branch's rules, as for create) and opened with @flags. The
+ * branch inode is linkable (I_LINKABLE) unless @flags has O_EXCL. Caller
+ * holds write access to the branch; the branch directory is not locked
+ * (vfs_tmpfile adds no name to it).
+ */
+struct file *unionfs_do_tmpfile_open(struct unionfs_btable *bt, int bindex,
+				     struct dentry *dir, umode_t mode,
+				     int flags, const struct cred *cred)
+{
+	struct path path = { .mnt = unionfs_mnt(bt, bindex), .dentry = dir };
+	struct unionfs_actor act;
+	struct file *f;
+	int err = UNIONFS_FAULT("tmpfile");
+
+	if (err)
+		return ERR_PTR(unionfs_trace_op(bt->sb, "tmpfile", bindex, dir,
+						err));
+	flags &= ~(O_CREAT | O_NOCTTY | O_TRUNC);
+	unionfs_actor_begin(bt, &act);
+	f = vfs_tmpfile_open(&init_user_ns, &path, mode, flags | O_LARGEFILE,
+			     cred);
+	unionfs_actor_end(bt, &act);
+	unionfs_trace_op(bt->sb, "tmpfile", bindex, dir, PTR_ERR_OR_ZERO(f));
+	return f;
+}

@@ -475,6 +475,8 @@ extern const char *const unionfs_markers_names[];
 
 /* file.c */
 extern const struct file_operations unionfs_main_fops;
+int unionfs_open_over(struct file *file, struct dentry *dentry,
+		      struct file *lf, struct unionfs_btable *bt, int b);
 
 /* readdir.c */
 extern const struct file_operations unionfs_dir_fops;

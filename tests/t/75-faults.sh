@@ -77,6 +77,7 @@ declare -A E=(	# errno each site injects: several values, so the number itself i
 	[symlink]=EIO [link]=EMLINK [unlink]=EBUSY [rmdir]=EBUSY [rename]=EIO [setattr]=EPERM
 	[setxattr]=ENOSPC [removexattr]=EIO [copyup_create]=ENOSPC [copyup_data]=EIO
 	[copyup_attr]=EPERM [copyup_rename]=EIO [whiteout]=ENOSPC [opaque]=EIO)
+E[tmpfile]=ENOSPC
 declare -A ENUM=([EPERM]=1 [EIO]=5 [EACCES]=13 [EBUSY]=16 [ENOSPC]=28 [EMLINK]=31)
 declare -A EMSG=([EPERM]="Operation not permitted" [EIO]="Input/output error"
 	[EACCES]="Permission denied" [EBUSY]="Device or resource busy"
@@ -105,6 +106,8 @@ declare -A OP=(	# the union operation that reaches the site; UNDO restores after
 	[copyup_rename]="touch $M/locr"
 	[whiteout]="rm $M/lowh"
 	[opaque]="mkdir $M/ldir")
+# O_TMPFILE (a file with no name: the branches must stay the same even when it succeeds)
+OP[tmpfile]="python3 -c 'import os; os.close(os.open(\"$M\", os.O_TMPFILE | os.O_WRONLY, 0o600))'"
 declare -A UNDO=(
 	[create]="rm $M/newf" [mkdir]="rmdir $M/newd" [mknod]="rm $M/newp"
 	[symlink]="rm $M/newl" [link]="rm $M/f0link" [unlink]="sh -c 'echo upper > $M/f0'"
@@ -130,7 +133,8 @@ bounded() {	# bounded CMD: run CMD (eval) with output in $out; 124 if still runn
 dmesg_mark
 tested=
 for site in lookup readdir open create mkdir mknod symlink link unlink rmdir rename setattr \
-	setxattr removexattr copyup_create copyup_data copyup_attr copyup_rename whiteout opaque; do
+	setxattr removexattr copyup_create copyup_data copyup_attr copyup_rename whiteout opaque \
+	tmpfile; do
 	e=${E[$site]} op=${OP[$site]}
 	tested+="$site "
 	before=$(snap) uview=$(ls -A "$M" | LC_ALL=C sort)
