@@ -477,6 +477,14 @@ int unionfs_copyup_dir(struct dentry *dir, int target);
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len);
 
+/* The phases of a copy-up (tracepoint unionfs_copyup_phase). */
+enum unionfs_copyup_phase {
+	UNIONFS_COPYUP_PREPARE,	/* the temporary, closed (mode 0, no ACL) */
+	UNIONFS_COPYUP_DATA,	/* regular files: the data */
+	UNIONFS_COPYUP_META,	/* owner, xattrs and ACLs, mode, times */
+	UNIONFS_COPYUP_PUBLISH,	/* verified and linked/renamed into place */
+};
+
 /* whiteout.c (the _locked variants need the lower parent locked) */
 int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,
