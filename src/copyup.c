@@ -6,16 +6,18 @@
  * nearest writable branch of higher priority (seed: copyup_dentry), in
  * four phases (struct unionfs_copyup_ctx; docs/concepts.md, "Copy-up
  * phases"), one path for every file type:
- *  - prepare: the temporary, in the target directory: a hidden name
- *    ".wh..wh.unionfs.N" (a whiteout of an impossible name). It is never
- *    more open than the original: made with mode 0 by the mounter, the
- *    ACLs it inherits from a default ACL of the target directory removed
- *    at once;
+ *  - prepare: the temporary, in the target directory: an O_TMPFILE file
+ *    for a regular file where the branch fs has them (no name at all until
+ *    it is complete), else a hidden name ".wh..wh.unionfs.N" (a whiteout of
+ *    an impossible name). It is never more open than the original: made
+ *    with mode 0 by the mounter, the ACLs it inherits from a default ACL of
+ *    the target directory removed at once;
  *  - data: regular files (holes preserved, 1 MiB chunks, interruptible by
  *    a fatal signal);
  *  - meta: the owner, then the xattrs (the ACLs set the permission bits),
  *    then the full mode and the times;
- *  - publish: under the parent's lock, verified, renamed into place.
+ *  - publish: under the parent's lock, verified, linked (O_TMPFILE) or
+ *    renamed into place.
  * A failure at any phase removes the temporary, restores the parent's
  * times and leaves the original untouched. Each phase is a fault site and
  * ends with a unionfs_copyup_phase event. Copy-ups of one object are
@@ -350,6 +352,26 @@ static bool unionfs_src_changed(const struct path *spath, struct kstat *st)
 }
 
 /*
+ * A regular file's temporary, where the branch fs can make one: an
+ * O_TMPFILE file, with no name until the publish phase links it in (no
+ * other name ever appears in the directory, and nothing is left behind by
+ * a crash). The mode is S_IFREG | 0 (umask and default ACL apply as to a
+ * create: the ACLs inherited are then removed, as for a named one).
+ */
+static int unionfs_copyup_tmpfile(struct unionfs_copyup_ctx *c)
+{
+	struct file *f;
+
+	f = unionfs_do_tmpfile_open(c->bt, c->t, c->lparent, S_IFREG,
+				    current_cred());
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	c->tmpfile = f;
+	c->tmp = dget(f->f_path.dentry);
+	return unionfs_strip_acls(c->bt, c->t, c->tmp);
+}
+
+/*
  * Phase 1: the temporary in @lparent, made by the mounter with mode 0 (the
  * permission bits come last), of the source's type, then closed to
  * everyone: the ACLs it inherited from a default ACL of the target
@@ -380,6 +402,12 @@ static int unionfs_copyup_prepare(struct unionfs_copyup_ctx *c)
 	err = UNIONFS_FAULT("copyup_create");
 	if (err)
 		return err;
+	if (S_ISREG(c->st.mode)) {
+		err = unionfs_copyup_tmpfile(c);
+		if (c->tmpfile || (err != -EOPNOTSUPP && err != -EINVAL))
+			return err;
+		/* the branch fs has no O_TMPFILE: a named temporary */
+	}
 
 	tmplen = unionfs_tmp_name(bt->sb, tmpname);
 	tmp = unionfs_lock_lookup(bt, c->t, c->lparent, tmpname, tmplen);

@@ -258,3 +258,31 @@ int unionfs_do_scan(struct unionfs_btable *bt, int bindex, struct dentry *d,
 	}
 	return unionfs_trace_op(bt->sb, "scan", bindex, d, err);
 }
+
+/*
+ * An O_TMPFILE temporary in the directory @dir of branch @bindex, open for
+ * writing with @cred (for copy-up: it gets a name only when it is complete,
+ * by unionfs_do_link). @mode goes through the branch's umask/default-ACL
+ * handling like a create's. -EOPNOTSUPP (or -EINVAL from some
+ * filesystems) when the branch cannot make one. Caller has write access.
+ * Fault site "create": it is the create of a copy-up.
+ */
+struct file *unionfs_do_tmpfile_open(struct unionfs_btable *bt, int bindex,
+				     struct dentry *dir, umode_t mode,
+				     const struct cred *cred)
+{
+	struct path path = { .mnt = unionfs_mnt(bt, bindex), .dentry = dir };
+	struct unionfs_actor act;
+	struct file *f;
+	int err = UNIONFS_FAULT("create");
+
+	if (err)
+		return ERR_PTR(unionfs_trace_op(bt->sb, "tmpfile", bindex, dir,
+						err));
+	unionfs_actor_begin(bt, &act);
+	f = vfs_tmpfile_open(&init_user_ns, &path, mode,
+			     O_WRONLY | O_LARGEFILE, cred);
+	unionfs_actor_end(bt, &act);
+	unionfs_trace_op(bt->sb, "tmpfile", bindex, dir, PTR_ERR_OR_ZERO(f));
+	return f;
+}

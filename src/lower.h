@@ -43,5 +43,8 @@ struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 			     const struct cred *cred);
 int unionfs_do_scan(struct unionfs_btable *bt, int bindex, struct dentry *d,
 		    struct dir_context *ctx);
+struct file *unionfs_do_tmpfile_open(struct unionfs_btable *bt, int bindex,
+				     struct dentry *dir, umode_t mode,
+				     const struct cred *cred);
 
 #endif /* _UNIONFS_LOWER_H */
