@@ -23,7 +23,9 @@
  * ends with a unionfs_copyup_phase event. Copy-ups of one object are
  * serialized by the union inode's cu_lock; parents are copied top-down,
  * one at a time, each from its winning copy, whatever branch that is in
- * (docs/concepts.md, "Copy-up with several writable branches").
+ * (docs/concepts.md, "Copy-up with several writable branches"). Named
+ * temporaries left by a crash are removed when the union reads their
+ * directory (unionfs_clean_leftovers).
  *
  * Freeze protection of the target branch is held at one level at a time:
  * mnt_want_write for the namespace and attribute steps, file_start_write
@@ -41,6 +43,7 @@
 #include <linux/ktime.h>
 #include <linux/sizes.h>
 #include <linux/posix_acl_xattr.h>
+#include <linux/ctype.h>
 
 #include "unionfs_trace.h"
 
@@ -995,3 +998,147 @@ int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 	return unionfs_copyup_dentry(dentry, t, reason, len);
 }
 
+/*
+ * Leftover temporaries. A crash in the middle of a copy-up with a named
+ * temporary (or of a removal that stashed a directory) leaves a hidden
+ * ".wh..wh.unionfs.N" behind. Every live mount gives out the numbers
+ * above the random point it started at (unionfs_tmp_name); a name outside
+ * all of those ranges belongs to no operation in flight, and is removed
+ * when the union reads the directory that holds it (and, at mount, from
+ * each writable branch root).
+ */
+static LIST_HEAD(unionfs_tmp_ranges);
+static DEFINE_SPINLOCK(unionfs_tmp_lock);
+
+void unionfs_tmp_register(struct unionfs_sb_info *sbi)
+{
+	sbi->tmp_start = atomic64_read(&sbi->tmp_seq);
+	spin_lock(&unionfs_tmp_lock);
+	list_add(&sbi->tmp_live, &unionfs_tmp_ranges);
+	spin_unlock(&unionfs_tmp_lock);
+}
+
+void unionfs_tmp_unregister(struct unionfs_sb_info *sbi)
+{
+	spin_lock(&unionfs_tmp_lock);
+	list_del_init(&sbi->tmp_live);
+	spin_unlock(&unionfs_tmp_lock);
+}
+
+/* Is @name a temporary name that no live mount gave out? */
+bool unionfs_tmp_leftover(const char *name, int len)
+{
+	const int plen = sizeof(UNIONFS_TMPPFX) - 1;
+	struct unionfs_sb_info *sbi;
+	bool live = false;
+	u64 seq = 0;
+	int i;
+
+	if (len <= plen || len > plen + 20 ||
+	    memcmp(name, UNIONFS_TMPPFX, plen))
+		return false;
+	for (i = plen; i < len; i++) {
+		if (!isdigit(name[i]) || check_mul_overflow(seq, 10ULL, &seq) ||
+		    check_add_overflow(seq, (u64)(name[i] - '0'), &seq))
+			return false;
+	}
+	spin_lock(&unionfs_tmp_lock);
+	list_for_each_entry(sbi, &unionfs_tmp_ranges, tmp_live) {
+		if (seq > sbi->tmp_start &&
+		    seq <= (u64)atomic64_read(&sbi->tmp_seq)) {
+			live = true;
+			break;
+		}
+	}
+	spin_unlock(&unionfs_tmp_lock);
+	return !live;
+}
+
+#define UNIONFS_LEFTOVERS_MAX	64	/* removed per read of a directory */
+
+struct unionfs_leftovers {
+	struct dir_context ctx;
+	int n;
+	u8 len[UNIONFS_LEFTOVERS_MAX];
+	char name[UNIONFS_LEFTOVERS_MAX][UNIONFS_TMPNAME_LEN];
+};
+
+static bool unionfs_leftover_actor(struct dir_context *ctx, const char *name,
+				   int len, loff_t pos, u64 ino,
+				   unsigned int type)
+{
+	struct unionfs_leftovers *lo = container_of(ctx,
+						    struct unionfs_leftovers,
+						    ctx);
+
+	if (len >= UNIONFS_TMPNAME_LEN || !unionfs_tmp_leftover(name, len))
+		return true;
+	memcpy(lo->name[lo->n], name, len);
+	lo->len[lo->n] = len;
+	return ++lo->n < UNIONFS_LEFTOVERS_MAX;
+}
+
+/* Remove the leftover @d in the locked @ldir: a directory if it is empty
+ * of anything but ".wh.*" entries.
+ */
+static int unionfs_remove_leftover(struct unionfs_btable *bt, int bindex,
+				   struct dentry *ldir, struct dentry *d)
+{
+	int err;
+
+	if (!d_is_dir(d))
+		return unionfs_do_unlink(bt, bindex, d_inode(ldir), d);
+	err = unionfs_clean_whiteouts(bt, bindex, d, true);
+	if (!err)
+		err = unionfs_do_rmdir(bt, bindex, d_inode(ldir), d);
+	return err;
+}
+
+/*
+ * Remove the leftover temporaries (at most UNIONFS_LEFTOVERS_MAX) from the
+ * directory @ldir of the writable branch @bindex, with one line in the log
+ * for the directory. Nothing else in it is touched; an error only leaves
+ * a leftover for the next read. Caller overrides creds (the mounter's).
+ */
+void unionfs_clean_leftovers(struct unionfs_btable *bt, int bindex,
+			     struct dentry *ldir)
+{
+	struct unionfs_leftovers *lo;
+	int i, n = 0;
+
+	if (!unionfs_branch_writable(bt, bindex) || !d_is_dir(ldir))
+		return;
+	/* a reader does not wait for a thaw: the next read cleans */
+	if (READ_ONCE(ldir->d_sb->s_writers.frozen) != SB_UNFROZEN)
+		return;
+	lo = kzalloc(sizeof(*lo), GFP_KERNEL);
+	if (!lo)
+		return;
+	lo->ctx.actor = unionfs_leftover_actor;
+	if (unionfs_do_scan(bt, bindex, ldir, &lo->ctx) || !lo->n ||
+	    unionfs_want_write(bt, bindex))
+		goto out;
+	for (i = 0; i < lo->n; i++) {
+		struct dentry *d;
+
+		if (fatal_signal_pending(current))
+			break;
+		d = unionfs_lock_lookup(bt, bindex, ldir, lo->name[i],
+					lo->len[i]);
+		if (IS_ERR(d))
+			break;
+		/* checked again: nothing in flight may lose its temporary */
+		if (d_really_is_positive(d) &&
+		    unionfs_tmp_leftover(lo->name[i], lo->len[i]) &&
+		    !unionfs_remove_leftover(bt, bindex, ldir, d))
+			n++;
+		inode_unlock(d_inode(ldir));
+		dput(d);
+	}
+	unionfs_drop_write(bt, bindex);
+	if (n)
+		pr_info("branch %d: removed %d leftover temporar%s of an earlier mount from %pd\n",
+			bindex, n, n == 1 ? "y" : "ies", ldir);
+out:
+	kfree(lo);
+}
