@@ -130,7 +130,7 @@ dmesg_mark
 check "mount over leftovers in the branch root" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M"
 is "mount removed the root's leftovers (32), kept the foreign name and the ro branch's" \
 	"$(cd "$B0" && ls -A | grep unionfs | tr '\n' ' ')$(ls -A "$B1" | grep -c unionfs)" ".wh..wh.unionfs.abc 1"
-is "one log line for the root" "$(dmesg_since_mark | grep -c 'unionfs: branch 0: removed 32 leftover temporaries of an earlier mount from /$')" 1
+is "one log line for the root" "$(dmesg_since_mark | grep -c 'unionfs: branch 0: removed 32 leftover temporaries of an earlier mount from b0$')" 1
 check "umount" umount "$M"
 
 # copy-ups (O_TMPFILE files, named-temporary directories) while leftovers keep appearing and
