@@ -3,20 +3,29 @@
  * unionfs: copy-up.
  *
  * An object on a read-only branch that is about to change is copied to the
- * nearest writable branch of higher priority (seed: copyup_dentry). The
- * copy is built under a temporary name ".wh..wh.unionfs.N" in the target
- * directory (hidden from the union: it is a whiteout of an impossible
- * name), gets its data (holes preserved, 1 MiB chunks, interruptible by a
- * fatal signal), owner, xattrs (POSIX ACLs included), mode and times, and
- * is then renamed into place. It is never more open than the original:
- * it is made with mode 0 by the mounter, the ACLs it inherits from a
- * default ACL of the target directory are removed at once, then the owner
- * is set, then the original's ACLs (which set the permission bits), and
- * the full mode last. A failure at any step removes the temporary and
- * leaves the original untouched. Copy-ups of one object are serialized by
- * the union inode's cu_lock; parents are copied top-down, one at a time,
- * each from its winning copy, whatever branch that is in (docs/concepts.md,
- * "Copy-up with several writable branches").
+ * nearest writable branch of higher priority (seed: copyup_dentry), in
+ * four phases (struct unionfs_copyup_ctx; docs/concepts.md, "Copy-up
+ * phases"), one path for every file type:
+ *  - prepare: the temporary, in the target directory: an O_TMPFILE file
+ *    for a regular file where the branch fs has them (no name at all until
+ *    it is complete), else a hidden name ".wh..wh.unionfs.N" (a whiteout of
+ *    an impossible name). It is never more open than the original: made
+ *    with mode 0 by the mounter, the ACLs it inherits from a default ACL of
+ *    the target directory removed at once;
+ *  - data: regular files (holes preserved, 1 MiB chunks, interruptible by
+ *    a fatal signal);
+ *  - meta: the owner, then the xattrs (the ACLs set the permission bits),
+ *    then the full mode and the times;
+ *  - publish: under the parent's lock, verified, linked (O_TMPFILE) or
+ *    renamed into place.
+ * A failure at any phase removes the temporary, restores the parent's
+ * times and leaves the original untouched. Each phase is a fault site and
+ * ends with a unionfs_copyup_phase event. Copy-ups of one object are
+ * serialized by the union inode's cu_lock; parents are copied top-down,
+ * one at a time, each from its winning copy, whatever branch that is in
+ * (docs/concepts.md, "Copy-up with several writable branches"). Named
+ * temporaries left by a crash are removed when the union reads their
+ * directory (unionfs_clean_leftovers).
  *
  * Freeze protection of the target branch is held at one level at a time:
  * mnt_want_write for the namespace and attribute steps, file_start_write
@@ -34,6 +43,7 @@
 #include <linux/ktime.h>
 #include <linux/sizes.h>
 #include <linux/posix_acl_xattr.h>
+#include <linux/ctype.h>
 
 #include "unionfs_trace.h"
 
@@ -200,9 +210,6 @@ static int unionfs_copy_owner(struct unionfs_btable *bt, int t,
 	struct iattr attr;
 	int err;
 
-	err = UNIONFS_FAULT("copyup_attr");
-	if (err)
-		return err;
 	inode_lock(d_inode(dst));
 	attr.ia_valid = ATTR_UID | ATTR_GID;
 	attr.ia_vfsuid = VFSUIDT_INIT(st->uid);
@@ -264,9 +271,44 @@ static int unionfs_set_size(struct unionfs_btable *bt, int t, struct dentry *dst
 	return err;
 }
 
-static void unionfs_remove_tmp(struct unionfs_btable *bt, int t,
-			       struct dentry *lparent, struct dentry *tmp)
+/*
+ * One copy-up (model: overlayfs' struct ovl_copy_up_ctx): what is copied,
+ * from where to where, and what has been built so far. The phases
+ * (enum unionfs_copyup_phase) each take it, are each a fault site and end
+ * with a unionfs_copyup_phase event; the same path serves every file type.
+ */
+struct unionfs_copyup_ctx {
+	struct unionfs_btable *bt;
+	struct dentry *dentry;		/* the union name */
+	const struct qstr *name;	/* its name, also in the branch */
+	struct path spath;		/* the winning copy, branch @b */
+	struct dentry *lparent;		/* the parent in branch @t */
+	int b, t;
+	struct kstat st;		/* of the source */
+	struct kstat pst;		/* of @lparent: restored afterwards */
+	loff_t len;			/* >= 0: data limit (truncate) */
+	loff_t copied;			/* bytes of data copied */
+	bool opaque;			/* a directory: mark the copy opaque */
+	bool write;			/* we hold write access to branch @t */
+	struct file *tmpfile;		/* O_TMPFILE temporary, or NULL */
+	struct dentry *tmp;		/* the temporary (named or tmpfile's) */
+	struct dentry *dest;		/* the published copy */
+};
+
+static void unionfs_copyup_phase_end(struct unionfs_copyup_ctx *c,
+				     enum unionfs_copyup_phase phase, int err)
 {
+	unionfs_trace_dname(unionfs_copyup_phase, c->bt->sb, c->dentry, c->t,
+			    phase, !!c->tmpfile, err);
+}
+
+/* Remove the named temporary (never published) and its opaque marker. */
+static void unionfs_remove_tmp(struct unionfs_copyup_ctx *c)
+{
+	struct unionfs_btable *bt = c->bt;
+	struct dentry *tmp = c->tmp, *lparent = c->lparent;
+	int t = c->t;
+
 	if (d_really_is_positive(tmp) && d_is_dir(tmp)) {
 		int len;
 		const char *name = unionfs_opaque_name(bt->sb, &len);
@@ -314,50 +356,192 @@ static bool unionfs_src_changed(const struct path *spath, struct kstat *st)
 }
 
 /*
- * Copy the data of the regular file @spath (branch @b) to @tmp (branch @t)
- * until the source held still during the copy: a direct change racing
- * with the copy-up (new times or size, or the file open for writing) makes
- * it start over, so the union never settles on a mix of old and new data;
- * after 3 tries it gives up with ESTALE. @size gets the length copied.
+ * A regular file's temporary, where the branch fs can make one: an
+ * O_TMPFILE file, with no name until the publish phase links it in (no
+ * other name ever appears in the directory, and nothing is left behind by
+ * a crash). The mode is S_IFREG | 0 (umask and default ACL apply as to a
+ * create: the ACLs inherited are then removed, as for a named one).
+ */
+static int unionfs_copyup_tmpfile(struct unionfs_copyup_ctx *c)
+{
+	struct file *f;
+
+	f = unionfs_do_tmpfile_open(c->bt, c->t, c->lparent, S_IFREG,
+				    O_WRONLY, current_cred());
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	c->tmpfile = f;
+	c->tmp = dget(f->f_path.dentry);
+	return unionfs_strip_acls(c->bt, c->t, c->tmp);
+}
+
+/*
+ * Phase 1: the temporary in @lparent, made by the mounter with mode 0 (the
+ * permission bits come last), of the source's type, then closed to
+ * everyone: the ACLs it inherited from a default ACL of the target
+ * directory are removed before anything goes into it. Takes write access
+ * to branch @t (held until the end, except around the data).
+ */
+static int unionfs_copyup_prepare(struct unionfs_copyup_ctx *c)
+{
+	struct unionfs_btable *bt = c->bt;
+	struct path ppath = { .mnt = unionfs_mnt(bt, c->t),
+			      .dentry = c->lparent };
+	struct inode *dir = d_inode(c->lparent);
+	char tmpname[UNIONFS_TMPNAME_LEN];
+	struct dentry *tmp;
+	int err, tmplen;
+
+	err = vfs_getattr(&c->spath, &c->st, STATX_BASIC_STATS,
+			  AT_STATX_SYNC_AS_STAT);
+	if (!err)	/* the parent's times are restored afterwards */
+		err = vfs_getattr(&ppath, &c->pst, STATX_BASIC_STATS,
+				  AT_STATX_SYNC_AS_STAT);
+	if (err)
+		return err;
+	err = unionfs_want_write(bt, c->t);
+	if (err)
+		return err;
+	c->write = true;
+	err = UNIONFS_FAULT("copyup_create");
+	if (err)
+		return err;
+	if (S_ISREG(c->st.mode)) {
+		err = unionfs_copyup_tmpfile(c);
+		if (c->tmpfile || (err != -EOPNOTSUPP && err != -EINVAL))
+			return err;
+		/* the branch fs has no O_TMPFILE: a named temporary */
+	}
+
+	tmplen = unionfs_tmp_name(bt->sb, tmpname);
+	tmp = unionfs_lock_lookup(bt, c->t, c->lparent, tmpname, tmplen);
+	if (IS_ERR(tmp))
+		return PTR_ERR(tmp);
+	if (d_really_is_positive(tmp)) {
+		err = -EEXIST;
+		goto out_unlock;
+	}
+	switch (c->st.mode & S_IFMT) {
+	case S_IFREG:
+		err = unionfs_do_create(bt, c->t, dir, tmp, S_IFREG);
+		break;
+	case S_IFDIR:
+		err = unionfs_do_mkdir(bt, c->t, dir, tmp, S_IFDIR);
+		break;
+	case S_IFLNK: {
+		DEFINE_DELAYED_CALL(done);
+		const char *link = vfs_get_link(c->spath.dentry, &done);
+
+		err = PTR_ERR_OR_ZERO(link);
+		if (!err)
+			err = unionfs_do_symlink(bt, c->t, dir, tmp, link);
+		do_delayed_call(&done);
+		break;
+	}
+	default:
+		err = unionfs_do_mknod(bt, c->t, dir, tmp, c->st.mode & S_IFMT,
+				       c->st.rdev);
+		break;
+	}
+out_unlock:
+	inode_unlock(dir);
+	if (err) {
+		dput(tmp);
+		return err;
+	}
+	c->tmp = tmp;
+	return unionfs_strip_acls(bt, c->t, tmp);
+}
+
+/*
+ * Phase 2, regular files: copy the data (up to @len) until the source
+ * held still during the copy: a direct change racing with the copy-up
+ * (new times or size, or the file open for writing) makes it start over,
+ * so the union never settles on a mix of old and new data; after 3 tries
+ * it gives up with ESTALE.
  *
  * Runs without write access to branch @t held: each chunk takes the
  * branch's freeze protection itself (unionfs_copy_data), so a freeze of
  * the branch waits for one chunk, not for the whole file, and the copy
  * resumes after the thaw.
  */
-static int unionfs_copyup_data(struct unionfs_btable *bt,
-			       const struct path *spath, int b,
-			       struct dentry *tmp, int t,
-			       const struct qstr *name, struct kstat *st,
-			       loff_t len, loff_t *size, loff_t *copied)
+static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 {
-	int err, tries;
+	struct unionfs_btable *bt = c->bt;
+	loff_t size = 0;
+	int err = 0, werr, tries;
 
+	if (!S_ISREG(c->st.mode))
+		return 0;
+	/* one freeze-protection level: the chunks take their own */
+	unionfs_drop_write(bt, c->t);
+	c->write = false;
 	for (tries = 0; tries < 3; tries++) {
 		struct file *in, *out;
 
-		*size = (len >= 0 && len < st->size) ? len : st->size;
-		in = unionfs_do_open(bt, b, spath->dentry, O_RDONLY,
+		size = (c->len >= 0 && c->len < c->st.size) ? c->len :
+			c->st.size;
+		in = unionfs_do_open(bt, c->b, c->spath.dentry, O_RDONLY,
 				     current_cred());
-		if (IS_ERR(in))
-			return PTR_ERR(in);
-		out = unionfs_do_open(bt, t, tmp, O_WRONLY, current_cred());
+		if (IS_ERR(in)) {
+			err = PTR_ERR(in);
+			goto out;
+		}
+		out = c->tmpfile ? get_file(c->tmpfile) :
+		      unionfs_do_open(bt, c->t, c->tmp, O_WRONLY,
+				      current_cred());
 		if (IS_ERR(out)) {
 			fput(in);
-			return PTR_ERR(out);
+			err = PTR_ERR(out);
+			goto out;
 		}
-		*copied = 0;
-		err = unionfs_copy_data(in, out, *size, copied);
+		c->copied = 0;
+		err = unionfs_copy_data(in, out, size, &c->copied);
 		fput(in);
 		fput(out);
-		if ((err && err != -EIO) || !unionfs_src_changed(spath, st))
-			return err;
-		unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, b, name->name,
+		if ((err && err != -EIO) ||
+		    !unionfs_src_changed(&c->spath, &c->st))
+			goto out;
+		unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, c->b,
+			       c->name->name,
 			       "the branch file changed during copy-up");
 	}
 	pr_warn_ratelimited("copy-up of '%*pE' from branch %d: the file kept changing in the branch; giving up (ESTALE)\n",
-			    (int)name->len, name->name, b);
-	return -ESTALE;
+			    (int)c->name->len, c->name->name, c->b);
+	err = -ESTALE;
+out:
+	werr = unionfs_want_write(bt, c->t);
+	if (werr) {
+		/* cannot even remove it: a named temporary stays (hidden) */
+		pr_warn_ratelimited("copy-up to branch %d: no write access to remove %pd (%d)\n",
+				    c->t, c->tmp, werr);
+		return err ?: werr;
+	}
+	c->write = true;
+	if (!err && i_size_read(d_inode(c->tmp)) != size)
+		err = unionfs_set_size(bt, c->t, c->tmp, size);
+	return err;
+}
+
+/*
+ * Phase 3: the opaque marker of a directory that needs one, the owner
+ * (first: the ACLs and the mode are set for the final owner), the xattrs
+ * (the ACLs among them, which set the permission bits), then the full
+ * mode and the times.
+ */
+static int unionfs_copyup_meta(struct unionfs_copyup_ctx *c)
+{
+	int err = UNIONFS_FAULT("copyup_attr");
+
+	if (!err && c->opaque && S_ISDIR(c->st.mode))
+		err = unionfs_make_opaque(c->bt, c->t, c->tmp, NULL, "copyup");
+	if (!err)
+		err = unionfs_copy_owner(c->bt, c->t, c->tmp, &c->st);
+	if (!err)
+		err = unionfs_copy_xattrs(c->bt, c->t, c->spath.dentry, c->tmp);
+	if (!err)
+		err = unionfs_copy_attrs(c->bt, c->t, c->tmp, &c->st);
+	return err;
 }
 
 /*
@@ -382,11 +566,79 @@ static int unionfs_copyup_valid(struct dentry *dentry, struct dentry *src,
 }
 
 /*
- * Copy @src (branch @b) to @name in @lparent (branch @t). @len >= 0 limits
- * the data copied (truncate); @opaque marks a copied directory opaque.
- * Runs with the mounter's credentials; takes write access to branch @t
- * itself, for the namespace and attribute steps only (see
- * unionfs_copyup_data). Returns the new lower dentry.
+ * Phase 4: under the lock of the target directory, check that the union
+ * name still stands for the source and that the name is free in branch
+ * @t, then put the complete copy there in one step: a link of the
+ * O_TMPFILE temporary, or a rename of the named one. The parent's times
+ * are those it had before.
+ */
+static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
+{
+	struct unionfs_btable *bt = c->bt;
+	struct inode *dir = d_inode(c->lparent);
+	struct dentry *target;
+	int err;
+
+	target = unionfs_lock_lookup(bt, c->t, c->lparent, c->name->name,
+				     c->name->len);
+	if (IS_ERR(target))
+		return PTR_ERR(target);
+	err = UNIONFS_FAULT("copyup_rename");
+	if (!err)
+		err = unionfs_copyup_valid(c->dentry, c->spath.dentry, c->b);
+	if (!err && d_really_is_positive(target))
+		err = -EEXIST;
+	if (!err && c->tmpfile) {
+		err = unionfs_do_link(bt, c->t, c->tmp, dir, target);
+		if (!err && d_really_is_negative(target))
+			err = -EIO;	/* a branch fs that does not instantiate */
+	} else if (!err) {
+		if (c->tmp->d_parent != c->lparent || d_unhashed(c->tmp))
+			err = -ESTALE;
+		else
+			err = unionfs_do_rename(bt, c->t, dir, c->tmp, dir,
+						target, 0);
+	}
+	inode_unlock(dir);
+	if (err) {
+		dput(target);
+		return err;
+	}
+	if (c->tmpfile) {
+		c->dest = target;
+	} else {
+		/* the branch fs moved the tmp dentry to the name */
+		dput(target);
+		c->dest = c->tmp;
+		c->tmp = NULL;
+	}
+	unionfs_restore_times(bt, c->t, c->lparent, &c->pst);
+	return 0;
+}
+
+/*
+ * After a failure: nothing of the copy stays in branch @t (an O_TMPFILE
+ * temporary goes with its last reference; a named one is removed) and the
+ * parent keeps its times. Then everything the context holds is released.
+ */
+static void unionfs_copyup_cleanup(struct unionfs_copyup_ctx *c, int err)
+{
+	if (err && c->tmp && !c->tmpfile && c->write) {
+		unionfs_remove_tmp(c);
+		unionfs_restore_times(c->bt, c->t, c->lparent, &c->pst);
+	}
+	dput(c->tmp);
+	if (c->tmpfile)
+		fput(c->tmpfile);
+	if (c->write)
+		unionfs_drop_write(c->bt, c->t);
+}
+
+/*
+ * Copy @src (branch @b) to @name in @lparent (branch @t): prepare, data,
+ * meta, publish. @len >= 0 limits the data copied (truncate); @opaque
+ * marks a copied directory opaque. Runs with the mounter's credentials.
+ * Returns the new lower dentry.
  */
 static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 					 struct dentry *dentry,
@@ -395,135 +647,32 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 					 const struct qstr *name, loff_t len,
 					 loff_t *copied, bool opaque)
 {
-	struct path spath = { .mnt = unionfs_mnt(bt, b), .dentry = src };
-	struct path ppath = { .mnt = unionfs_mnt(bt, t), .dentry = lparent };
-	char tmpname[UNIONFS_TMPNAME_LEN];
-	struct dentry *tmp, *target = NULL;
-	struct kstat st, pst;
-	int err, tmplen;
+	struct unionfs_copyup_ctx c = {
+		.bt = bt, .dentry = dentry, .name = name,
+		.spath = { .mnt = unionfs_mnt(bt, b), .dentry = src },
+		.lparent = lparent, .b = b, .t = t, .len = len,
+		.opaque = opaque,
+	};
+	int err;
 
-	err = vfs_getattr(&spath, &st, STATX_BASIC_STATS,
-			  AT_STATX_SYNC_AS_STAT);
-	if (!err)	/* the parent's times are restored afterwards */
-		err = vfs_getattr(&ppath, &pst, STATX_BASIC_STATS,
-				  AT_STATX_SYNC_AS_STAT);
-	if (err)
-		return ERR_PTR(err);
-	tmplen = unionfs_tmp_name(bt->sb, tmpname);
-
-	err = unionfs_want_write(bt, t);
-	if (err)
-		return ERR_PTR(err);
-	tmp = unionfs_lock_lookup(bt, t, lparent, tmpname, tmplen);
-	if (IS_ERR(tmp)) {
-		err = PTR_ERR(tmp);
-		goto out_drop;
+	err = unionfs_copyup_prepare(&c);
+	unionfs_copyup_phase_end(&c, UNIONFS_COPYUP_PREPARE, err);
+	if (!err) {
+		err = unionfs_copyup_data(&c);
+		if (S_ISREG(c.st.mode))
+			unionfs_copyup_phase_end(&c, UNIONFS_COPYUP_DATA, err);
 	}
-	err = UNIONFS_FAULT("copyup_create");
-	if (err)
-		goto out_unlock;
-	if (d_really_is_positive(tmp)) {
-		err = -EEXIST;
-		goto out_unlock;
+	if (!err) {
+		err = unionfs_copyup_meta(&c);
+		unionfs_copyup_phase_end(&c, UNIONFS_COPYUP_META, err);
 	}
-	switch (st.mode & S_IFMT) {
-	case S_IFREG:
-		err = unionfs_do_create(bt, t, d_inode(lparent), tmp, S_IFREG);
-		break;
-	case S_IFDIR:
-		err = unionfs_do_mkdir(bt, t, d_inode(lparent), tmp, S_IFDIR);
-		break;
-	case S_IFLNK: {
-		DEFINE_DELAYED_CALL(done);
-		const char *link = vfs_get_link(src, &done);
-
-		err = PTR_ERR_OR_ZERO(link);
-		if (!err)
-			err = unionfs_do_symlink(bt, t, d_inode(lparent), tmp,
-						 link);
-		do_delayed_call(&done);
-		break;
+	if (!err) {
+		err = unionfs_copyup_publish(&c);
+		unionfs_copyup_phase_end(&c, UNIONFS_COPYUP_PUBLISH, err);
 	}
-	default:
-		err = unionfs_do_mknod(bt, t, d_inode(lparent), tmp,
-				       st.mode & S_IFMT, st.rdev);
-		break;
-	}
-out_unlock:
-	inode_unlock(d_inode(lparent));
-	if (err) {
-		dput(tmp);
-		goto out_drop;
-	}
-	err = unionfs_strip_acls(bt, t, tmp);
-	if (err)
-		goto out_cleanup;
-
-	if (S_ISREG(st.mode)) {
-		loff_t size = 0;
-		int werr;
-
-		/* one freeze-protection level: the chunks take their own */
-		unionfs_drop_write(bt, t);
-		err = unionfs_copyup_data(bt, &spath, b, tmp, t, name, &st,
-					  len, &size, copied);
-		werr = unionfs_want_write(bt, t);
-		if (werr) {
-			/* cannot even remove it: the hidden temporary stays */
-			pr_warn_ratelimited("copy-up to branch %d: no write access to remove %pd (%d)\n",
-					    t, tmp, werr);
-			dput(tmp);
-			return ERR_PTR(err ?: werr);
-		}
-		if (!err && i_size_read(d_inode(tmp)) != size)
-			err = unionfs_set_size(bt, t, tmp, size);
-		if (err)
-			goto out_cleanup;
-	}
-	if (opaque && S_ISDIR(st.mode))
-		err = unionfs_make_opaque(bt, t, tmp, NULL, "copyup");
-	if (!err)
-		err = unionfs_copy_owner(bt, t, tmp, &st);
-	if (!err)
-		err = unionfs_copy_xattrs(bt, t, src, tmp);
-	if (!err)
-		err = unionfs_copy_attrs(bt, t, tmp, &st);
-	if (err)
-		goto out_cleanup;
-
-	/* publish: rename the complete copy into place */
-	target = unionfs_lock_lookup(bt, t, lparent, name->name, name->len);
-	if (IS_ERR(target)) {
-		err = PTR_ERR(target);
-		target = NULL;
-		goto out_cleanup;
-	}
-	err = UNIONFS_FAULT("copyup_rename");
-	if (!err)
-		err = unionfs_copyup_valid(dentry, src, b);
-	if (!err && d_really_is_positive(target))
-		err = -EEXIST;
-	if (!err && (tmp->d_parent != lparent || d_unhashed(tmp)))
-		err = -ESTALE;
-	if (!err)
-		err = unionfs_do_rename(bt, t, d_inode(lparent), tmp,
-					d_inode(lparent), target, 0);
-	inode_unlock(d_inode(lparent));
-	if (err)
-		goto out_cleanup;
-	/* the branch fs moved the tmp dentry to the name; @target is stale */
-	dput(target);
-	unionfs_restore_times(bt, t, lparent, &pst);
-	unionfs_drop_write(bt, t);
-	return tmp;
-
-out_cleanup:
-	dput(target);
-	unionfs_remove_tmp(bt, t, lparent, tmp);
-	dput(tmp);
-out_drop:
-	unionfs_drop_write(bt, t);
-	return ERR_PTR(err);
+	*copied = c.copied;
+	unionfs_copyup_cleanup(&c, err);
+	return err ? ERR_PTR(err) : c.dest;
 }
 
 /*
@@ -848,4 +997,149 @@ int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 	if (t < 0)
 		return t;
 	return unionfs_copyup_dentry(dentry, t, reason, len);
+}
+
+/*
+ * Leftover temporaries. A crash in the middle of a copy-up with a named
+ * temporary (or of a removal that stashed a directory) leaves a hidden
+ * ".wh..wh.unionfs.N" behind. Every live mount gives out the numbers
+ * above the random point it started at (unionfs_tmp_name); a name outside
+ * all of those ranges belongs to no operation in flight, and is removed
+ * when the union reads the directory that holds it (and, at mount, from
+ * each writable branch root).
+ */
+static LIST_HEAD(unionfs_tmp_ranges);
+static DEFINE_SPINLOCK(unionfs_tmp_lock);
+
+void unionfs_tmp_register(struct unionfs_sb_info *sbi)
+{
+	sbi->tmp_start = atomic64_read(&sbi->tmp_seq);
+	spin_lock(&unionfs_tmp_lock);
+	list_add(&sbi->tmp_live, &unionfs_tmp_ranges);
+	spin_unlock(&unionfs_tmp_lock);
+}
+
+void unionfs_tmp_unregister(struct unionfs_sb_info *sbi)
+{
+	spin_lock(&unionfs_tmp_lock);
+	list_del_init(&sbi->tmp_live);
+	spin_unlock(&unionfs_tmp_lock);
+}
+
+/* Is @name a temporary name that no live mount gave out? */
+bool unionfs_tmp_leftover(const char *name, int len)
+{
+	const int plen = sizeof(UNIONFS_TMPPFX) - 1;
+	struct unionfs_sb_info *sbi;
+	bool live = false;
+	u64 seq = 0;
+	int i;
+
+	if (len <= plen || len > plen + 20 ||
+	    memcmp(name, UNIONFS_TMPPFX, plen))
+		return false;
+	for (i = plen; i < len; i++) {
+		if (!isdigit(name[i]) || check_mul_overflow(seq, 10ULL, &seq) ||
+		    check_add_overflow(seq, (u64)(name[i] - '0'), &seq))
+			return false;
+	}
+	spin_lock(&unionfs_tmp_lock);
+	list_for_each_entry(sbi, &unionfs_tmp_ranges, tmp_live) {
+		if (seq > sbi->tmp_start &&
+		    seq <= (u64)atomic64_read(&sbi->tmp_seq)) {
+			live = true;
+			break;
+		}
+	}
+	spin_unlock(&unionfs_tmp_lock);
+	return !live;
+}
+
+#define UNIONFS_LEFTOVERS_MAX	64	/* removed per read of a directory */
+
+struct unionfs_leftovers {
+	struct dir_context ctx;
+	int n;
+	u8 len[UNIONFS_LEFTOVERS_MAX];
+	char name[UNIONFS_LEFTOVERS_MAX][UNIONFS_TMPNAME_LEN];
+};
+
+static bool unionfs_leftover_actor(struct dir_context *ctx, const char *name,
+				   int len, loff_t pos, u64 ino,
+				   unsigned int type)
+{
+	struct unionfs_leftovers *lo = container_of(ctx,
+						    struct unionfs_leftovers,
+						    ctx);
+
+	if (len >= UNIONFS_TMPNAME_LEN || !unionfs_tmp_leftover(name, len))
+		return true;
+	memcpy(lo->name[lo->n], name, len);
+	lo->len[lo->n] = len;
+	return ++lo->n < UNIONFS_LEFTOVERS_MAX;
+}
+
+/* Remove the leftover @d in the locked @ldir: a directory if it is empty
+ * of anything but ".wh.*" entries.
+ */
+static int unionfs_remove_leftover(struct unionfs_btable *bt, int bindex,
+				   struct dentry *ldir, struct dentry *d)
+{
+	int err;
+
+	if (!d_is_dir(d))
+		return unionfs_do_unlink(bt, bindex, d_inode(ldir), d);
+	err = unionfs_clean_whiteouts(bt, bindex, d, true);
+	if (!err)
+		err = unionfs_do_rmdir(bt, bindex, d_inode(ldir), d);
+	return err;
+}
+
+/*
+ * Remove the leftover temporaries (at most UNIONFS_LEFTOVERS_MAX) from the
+ * directory @ldir of the writable branch @bindex, with one line in the log
+ * for the directory. Nothing else in it is touched; an error only leaves
+ * a leftover for the next read. Caller overrides creds (the mounter's).
+ */
+void unionfs_clean_leftovers(struct unionfs_btable *bt, int bindex,
+			     struct dentry *ldir)
+{
+	struct unionfs_leftovers *lo;
+	int i, n = 0;
+
+	if (!unionfs_branch_writable(bt, bindex) || !d_is_dir(ldir))
+		return;
+	/* a reader does not wait for a thaw: the next read cleans */
+	if (READ_ONCE(ldir->d_sb->s_writers.frozen) != SB_UNFROZEN)
+		return;
+	lo = kzalloc(sizeof(*lo), GFP_KERNEL);
+	if (!lo)
+		return;
+	lo->ctx.actor = unionfs_leftover_actor;
+	if (unionfs_do_scan(bt, bindex, ldir, &lo->ctx) || !lo->n ||
+	    unionfs_want_write(bt, bindex))
+		goto out;
+	for (i = 0; i < lo->n; i++) {
+		struct dentry *d;
+
+		if (fatal_signal_pending(current))
+			break;
+		d = unionfs_lock_lookup(bt, bindex, ldir, lo->name[i],
+					lo->len[i]);
+		if (IS_ERR(d))
+			break;
+		/* checked again: nothing in flight may lose its temporary */
+		if (d_really_is_positive(d) &&
+		    unionfs_tmp_leftover(lo->name[i], lo->len[i]) &&
+		    !unionfs_remove_leftover(bt, bindex, ldir, d))
+			n++;
+		inode_unlock(d_inode(ldir));
+		dput(d);
+	}
+	unionfs_drop_write(bt, bindex);
+	if (n)
+		pr_info("branch %d: removed %d leftover temporar%s of an earlier mount from %pd\n",
+			bindex, n, n == 1 ? "y" : "ies", ldir);
+out:
+	kfree(lo);
 }

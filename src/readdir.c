@@ -54,6 +54,7 @@ struct unionfs_rdctx {
 	struct unionfs_branch *br;	/* of @bindex: for d_ino */
 	int err;
 	bool whseen;		/* a ".wh." entry in this branch */
+	bool leftover;		/* a temporary of no live mount (copyup.c) */
 };
 
 void unionfs_rdcache_put(struct unionfs_rdcache *rdc)
@@ -135,6 +136,8 @@ static bool unionfs_rd_actor(struct dir_context *ctx, const char *name,
 		return true;
 	if (unionfs_is_whname(name, len)) {
 		rd->whseen = true;
+		if (!rd->leftover && unionfs_tmp_leftover(name, len))
+			rd->leftover = true;
 		name += UNIONFS_WHLEN;
 		len -= UNIONFS_WHLEN;
 		/* the opaque marker and our temporaries hide nothing */
@@ -184,8 +187,12 @@ append:
 	return !rd->err;
 }
 
-/* Build the merged listing of the union directory @dentry. */
-static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
+/*
+ * Build the merged listing of the union directory @dentry. With @clean,
+ * the leftover temporaries seen in writable branches are removed.
+ */
+static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
+						bool clean)
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_btable *bt = unionfs_dbt(dentry);
@@ -226,8 +233,8 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 		f = err ? ERR_PTR(err) :
 		    unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
 				    current_cred());
-		dput(ld);
 		if (IS_ERR(f)) {
+			dput(ld);
 			err = PTR_ERR(f);
 			break;
 		}
@@ -235,6 +242,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 		rd.br = unionfs_br(bt, b);
 		rd.ctx.pos = 0;
 		rd.whseen = false;
+		rd.leftover = false;
 		err = iterate_dir(f, &rd.ctx);
 		nread++;
 		if (!err)
@@ -243,6 +251,9 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 			unionfs_nowh_record(d_inode(dentry), bt, b, ldir,
 					    stamp & ~(u64)rd.whseen);
 		fput(f);
+		if (!err && clean && rd.leftover)
+			unionfs_clean_leftovers(bt, b, ld);
+		dput(ld);
 		if (err)
 			break;
 	}
@@ -259,7 +270,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry)
 /* -ENOTEMPTY unless the union directory shows no entry at all. */
 int unionfs_check_empty(struct dentry *dentry, int *has_whiteouts)
 {
-	struct unionfs_rdcache *rdc = unionfs_rd_build(dentry);
+	struct unionfs_rdcache *rdc = unionfs_rd_build(dentry, false);
 	int err = 0;
 
 	if (IS_ERR(rdc))
@@ -321,6 +332,7 @@ struct unionfs_passthru {
 	u64 dot, dotdot;	/* the union's numbers for "." and ".." */
 	unsigned long emitted;
 	unsigned long whiteouts;
+	bool leftover;		/* a temporary of no live mount (copyup.c) */
 };
 
 static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
@@ -332,6 +344,8 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 
 	if (unionfs_is_whname(name, len)) {
 		pt->whiteouts++;
+		if (!pt->leftover && unionfs_tmp_leftover(name, len))
+			pt->leftover = true;
 		return true;
 	}
 	if (is_dot_dotdot(name, len))	/* ".." may win in another branch */
@@ -345,6 +359,21 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 	if (!is_dot_dotdot(name, len))
 		pt->emitted++;
 	return true;
+}
+
+/* Leftover temporaries seen in a directory listed straight from a branch. */
+static void unionfs_rd_clean(struct dentry *dentry,
+			     struct unionfs_file_info *fi)
+{
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	int b = unionfs_bt_index(bt, fi->br);
+	const struct cred *old;
+
+	if (b < 0)
+		return;	/* the branch left the union meanwhile */
+	old = unionfs_override_creds(dentry->d_sb);
+	unionfs_clean_leftovers(bt, b, fi->lower->f_path.dentry);
+	revert_creds(old);
 }
 
 static int unionfs_iterate(struct file *file, struct dir_context *ctx)
@@ -369,6 +398,8 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 		fi->lower->f_pos = ctx->pos;
 		err = iterate_dir(fi->lower, &pt.ctx);
 		ctx->pos = fi->lower->f_pos;
+		if (!err && pt.leftover)
+			unionfs_rd_clean(dentry, fi);
 		/* one branch, read straight through: one event per getdents */
 		if (trace_unionfs_readdir_enabled()) {
 			int b = unionfs_bt_index(unionfs_dbt(dentry), fi->br);
@@ -385,7 +416,7 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 	if (!rdc || ctx->pos == 0) {
 		rdc = unionfs_rd_cached(dentry);
 		if (!rdc) {
-			rdc = unionfs_rd_build(dentry);
+			rdc = unionfs_rd_build(dentry, true);
 			if (IS_ERR(rdc))
 				return PTR_ERR(rdc);
 			unionfs_rd_publish(dentry, rdc);

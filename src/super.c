@@ -124,6 +124,7 @@ static void unionfs_free_sbi(struct unionfs_sb_info *sbi)
 
 	if (!sbi)
 		return;
+	unionfs_tmp_unregister(sbi);
 	list_for_each_entry_safe(ud, tmp, &sbi->retired, retired)
 		unionfs_free_dinfo(ud);
 	unionfs_bt_put(rcu_dereference_protected(sbi->bt, 1));
@@ -539,6 +540,21 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 	return 0;
 }
 
+/* A crash's leftover temporaries in the writable branch roots (copyup.c). */
+static void unionfs_clean_roots(struct super_block *sb,
+				struct unionfs_btable *bt)
+{
+	const struct cred *old;
+	int i;
+
+	if (sb_rdonly(sb))
+		return;
+	old = unionfs_override_creds(sb);
+	for (i = 0; i < bt->nbr; i++)
+		unionfs_clean_leftovers(bt, i, bt->br[i]->path.dentry);
+	revert_creds(old);
+}
+
 static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 {
 	struct unionfs_fs_context *ctx = fc->fs_private;
@@ -570,6 +586,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	 * needs (the counter used to restart at 1: EEXIST on copy-up).
 	 */
 	atomic64_set(&sbi->tmp_seq, get_random_u64() >> 2);
+	unionfs_tmp_register(sbi);	/* leftovers: copyup.c */
 	mutex_init(&sbi->bt_lock);
 	INIT_LIST_HEAD(&sbi->retired);
 	mutex_init(&sbi->nmutex);
@@ -632,6 +649,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	}
 	sb->s_root->d_fsdata = ud;
 	unionfs_debugfs_mount(sb);
+	unionfs_clean_roots(sb, bt);
 	return 0;
 }
 

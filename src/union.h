@@ -167,6 +167,8 @@ struct unionfs_sb_info {
 	const struct cred *creator_cred;
 	int next_branch_id;
 	atomic64_t tmp_seq;	/* for temporary names */
+	u64 tmp_start;		/* tmp_seq at mount: ours are above */
+	struct list_head tmp_live;	/* on the list of live ranges */
 	struct list_head retired;	/* old root dentry infos */
 	struct dentry *debugfs_dir;	/* per-mount view */
 	atomic_long_t hazards[UNIONFS_HZ_MAX];	/* direct changes seen */
@@ -493,6 +495,20 @@ int unionfs_copyup_parents(struct dentry *dentry, int target);
 int unionfs_copyup_dir(struct dentry *dir, int target);
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len);
+
+/* The phases of a copy-up (tracepoint unionfs_copyup_phase). */
+enum unionfs_copyup_phase {
+	UNIONFS_COPYUP_PREPARE,	/* the temporary, closed (mode 0, no ACL) */
+	UNIONFS_COPYUP_DATA,	/* regular files: the data */
+	UNIONFS_COPYUP_META,	/* owner, xattrs and ACLs, mode, times */
+	UNIONFS_COPYUP_PUBLISH,	/* verified and linked/renamed into place */
+};
+
+void unionfs_tmp_register(struct unionfs_sb_info *sbi);
+void unionfs_tmp_unregister(struct unionfs_sb_info *sbi);
+bool unionfs_tmp_leftover(const char *name, int len);
+void unionfs_clean_leftovers(struct unionfs_btable *bt, int bindex,
+			     struct dentry *ldir);
 
 /* whiteout.c (the _locked variants need the lower parent locked) */
 int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,

@@ -114,6 +114,48 @@ DEFINE_EVENT(unionfs_copyup_class, unionfs_copyup_end,
 		 const char *reason, int err, u64 ns),
 	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns));
 
+/*
+ * One phase of a copy-up (src/copyup.c) ended: @phase is an enum
+ * unionfs_cu_phase, @tmpfile says whether the temporary is an O_TMPFILE
+ * (no name until the publish phase links it) or a hidden named one.
+ * Emitted between unionfs_copyup_start and unionfs_copyup_end.
+ */
+TRACE_DEFINE_ENUM(UNIONFS_COPYUP_PREPARE);
+TRACE_DEFINE_ENUM(UNIONFS_COPYUP_DATA);
+TRACE_DEFINE_ENUM(UNIONFS_COPYUP_META);
+TRACE_DEFINE_ENUM(UNIONFS_COPYUP_PUBLISH);
+
+TRACE_EVENT(unionfs_copyup_phase,
+	TP_PROTO(struct super_block *sb, const char *name, int to, int phase,
+		 bool tmpfile, int err),
+	TP_ARGS(sb, name, to, phase, tmpfile, err),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(name, name)
+		__field(int, to)
+		__field(int, phase)
+		__field(bool, tmpfile)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(name, name);
+		__entry->to = to;
+		__entry->phase = phase;
+		__entry->tmpfile = tmpfile;
+		__entry->err = err;
+	),
+	TP_printk("dev %d:%d name %s branch %d phase %s temp %s err %d",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
+		  __entry->to,
+		  __print_symbolic(__entry->phase,
+				   { UNIONFS_COPYUP_PREPARE, "prepare" },
+				   { UNIONFS_COPYUP_DATA, "data" },
+				   { UNIONFS_COPYUP_META, "meta" },
+				   { UNIONFS_COPYUP_PUBLISH, "publish" }),
+		  __entry->tmpfile ? "tmpfile" : "named", __entry->err)
+);
+
 /* Whiteouts and opaque markers: @name (the marker) in directory @parent. */
 DECLARE_EVENT_CLASS(unionfs_marker_class,
 	TP_PROTO(struct super_block *sb, const char *parent, const char *name,

@@ -105,10 +105,81 @@ umount_all "$T"; rm -rf "$T/b0" "$T/b1"
 mkdir -p "$B0/d" "$B1/d"
 for i in $(seq 1 40); do echo "left $i" > "$B0/d/.wh..wh.unionfs.$i"; done
 for i in $(seq 1 20); do echo "f$i" > "$B1/d/f$i"; done
+dmesg_mark
 check "mount over crash leftovers" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M"
 n=0
 for i in $(seq 1 20); do sh -c "echo more >> '$M/d/f$i'" 2>/dev/null && n=$((n + 1)); done
 is "20 copy-ups in a directory holding leftover temporaries 1..40" "$n" 20
 is "the leftovers are not shown" "$(ls -A "$M/d" | grep -c unionfs)" 0
+# ... and the union's read of the directory removed them from the branch (issue 21 item 11):
+# names outside every live mount's range of temporary numbers, with one log line
+is "a readdir removed the 40 leftovers from the branch" "$(ls -A "$B0/d" | grep -c unionfs)" 0
+is "one log line for the directory, with the count" \
+	"$(dmesg_since_mark | grep -c 'unionfs: branch 0: removed 40 leftover temporaries of an earlier mount from d$')" 1
+is "the branch directory keeps the copies" "$(ls -A "$B0/d" | wc -l)" 20
 check "umount" umount "$M"
+
+# leftovers in a writable branch root are removed at mount: files, a stashed directory
+# (holding whiteouts), a symlink; a name that is not one of ours stays; a read-only branch
+# is not touched
+for i in $(seq 1 30); do echo "left $i" > "$B0/.wh..wh.unionfs.$i"; done
+mkdir "$B0/.wh..wh.unionfs.77"; : > "$B0/.wh..wh.unionfs.77/.wh.x"; : > "$B0/.wh..wh.unionfs.77/.wh.__dir_opaque"
+ln -s nowhere "$B0/.wh..wh.unionfs.78"
+: > "$B0/.wh..wh.unionfs.abc"; : > "$B1/.wh..wh.unionfs.5"
+dmesg_mark
+check "mount over leftovers in the branch root" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M"
+is "mount removed the root's leftovers (32), kept the foreign name and the ro branch's" \
+	"$(cd "$B0" && ls -A | grep unionfs | tr '\n' ' ')$(ls -A "$B1" | grep -c unionfs)" ".wh..wh.unionfs.abc 1"
+is "one log line for the root" "$(dmesg_since_mark | grep -c 'unionfs: branch 0: removed 32 leftover temporaries of an earlier mount from b0$')" 1
+check "umount" umount "$M"
+
+# copy-ups (O_TMPFILE files, named-temporary directories) while leftovers keep appearing and
+# readdirs keep cleaning them: no copy-up in flight loses its temporary (200 rounds)
+umount_all "$T"; rm -rf "$T/b0" "$T/b1"
+branch_fs tmpfs "$T" 2
+mkdir -p "$B0/c" "$B1/c"
+for i in $(seq 1 200); do echo "f$i" > "$B1/c/f$i"; mkdir "$B1/c/d$i"; done
+dmesg_mark
+check "mount for concurrent cleanup" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M"
+out=$(timeout -s KILL 150 python3 - "$B0/c" "$M/c" <<'PY'
+import os, sys, threading
+b0, m = sys.argv[1:]
+stop = False
+reads = 0
+def reader():
+    global reads
+    while not stop:
+        os.listdir(m)
+        reads += 1
+t = threading.Thread(target=reader)
+t.start()
+fails = []
+for i in range(1, 201):
+    for k in range(3):
+        open(f"{b0}/.wh..wh.unionfs.{i * 3 + k}", "w").close()
+    try:
+        with open(f"{m}/f{i}", "a") as f:
+            f.write("more\n")
+        os.chmod(f"{m}/d{i}", 0o700)
+    except OSError as e:
+        fails.append(f"{i}: {e}")
+stop = True
+t.join()
+print(len(fails), reads, fails[:5])
+PY
+)
+set -- $out
+is "200 rounds of copy-ups during cleanups: none failed" "${1:-none}" 0
+ok "readdirs during the copy-ups: ${2:-0}"
+bad=0
+for i in $(seq 1 200); do
+	[[ $(cat "$B0/c/f$i" 2>/dev/null) == "f$i"$'\n'"more" && $(stat -c %a "$B0/c/d$i") == 700 ]] || bad=$((bad + 1))
+done
+is "all 200 files and directories copied up complete" "$bad" 0
+ls -A "$M/c" > /dev/null
+is "no leftover or temporary in the branch after a last readdir" "$(ls -A "$B0/c" | grep -c unionfs)" 0
+n=$(dmesg_since_mark | grep -c 'unionfs: branch 0: removed [0-9]* leftover temporar.* from c$')
+if ((n >= 2)); then ok "cleanups ran during the copy-ups ($n)"; else not_ok "cleanups ran during the copy-ups" "$n log lines"; fi
+check "umount" umount "$M"
+is "no kernel warnings" "$(dmesg_bad)" ""
 finish

@@ -83,7 +83,16 @@ waitpid() {	# waitpid PID SECS : true if PID ended within SECS
 	done
 	return 1
 }
-tmpsize() { find "$B0" -name '.wh..wh.unionfs*' -printf '%s\n' 2>/dev/null | head -n 1; }
+# bytes in the copy so far: the named temporary's size or, for an O_TMPFILE temporary (no
+# name), how much the branch's used space grew since copy_case started (ext4 counts delayed
+# allocations as used)
+used0() { df --output=used -B1 "$B0" | tail -n 1 | tr -d ' '; }
+tmpsize() {
+	local s
+	s=$(find "$B0" -name '.wh..wh.unionfs*' -printf '%s\n' 2>/dev/null | head -n 1)
+	[[ -n $s ]] || s=$(($(used0) - BASE))
+	((s > 0)) && echo "$s"
+}
 
 # copy_case DESC WHEN : WHEN = "before" (freeze, then start) or a byte count (start, freeze
 # once the temporary copy holds that much)
@@ -91,6 +100,7 @@ copy_case() {
 	local desc=$1 when=$2 pid i t0 sz
 	rm -f "$B0/big"
 	cold
+	BASE=$(used0)
 	if [[ $when == before ]]; then
 		freeze "$desc" || return 1
 		sh -c 'echo appended >> "$1"' _ "$M/big" &
