@@ -408,15 +408,16 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 }
 
 /*
- * Apply the remount commands in @cmds ("add=..\ndel=..\n..."). Called with
- * s_umount held for writing.
+ * Apply the remount commands in @cmds ("add=..\0del=..\0...\0\0": each
+ * NUL-terminated, the list ended by an empty one). Called with s_umount
+ * held for writing.
  */
 int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct unionfs_btable *cur, *bt = NULL;
 	struct unionfs_work *w;
-	char *cmd, *cause = "remount";
+	char *cmd, *next, *cause = "remount";
 	int i, err = 0, next_id;
 	bool deleted = false;
 
@@ -433,9 +434,8 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 		refcount_inc(&w->br[i]->ref);
 		w->mode[i] = READ_ONCE(cur->br[i]->mode);
 	}
-	while (!err && (cmd = strsep(&cmds, "\n")) != NULL) {
-		if (!*cmd)
-			continue;
+	for (cmd = cmds; !err && *cmd; cmd = next) {
+		next = cmd + strlen(cmd) + 1;	/* before the command edits it */
 		if (!strncmp(cmd, "add=", 4)) {
 			err = unionfs_cmd_add(sb, w, cmd + 4);
 		} else if (!strncmp(cmd, "del=", 4)) {

@@ -242,7 +242,9 @@ struct unionfs_fs_context {
 	char *dirs;			/* raw dirs= value */
 	int nspecs;
 	struct unionfs_branch_spec *specs;
-	char *cmds;			/* remount commands, '\n'-separated */
+	char *cmds;			/* remount commands, NUL-terminated,
+					 * the list ended by an empty one
+					 */
 	size_t cmdlen;
 	int coherency;			/* UNIONFS_COH_*, -1: not given */
 	int markers;			/* UNIONFS_MARKERS_*, -1: not given */
@@ -283,7 +285,11 @@ static const struct fs_parameter_spec unionfs_param_specs[] = {
 	{}
 };
 
-/* Queue a remount command; they run in order in ->reconfigure. */
+/*
+ * Queue a remount command; they run in order in ->reconfigure. Each is
+ * NUL-terminated (a path may hold any other byte, newline included: a
+ * separator that can be in a path could split one command into two).
+ */
 static int unionfs_add_cmd(struct unionfs_fs_context *ctx, const char *key,
 			   const char *val)
 {
@@ -293,8 +299,9 @@ static int unionfs_add_cmd(struct unionfs_fs_context *ctx, const char *key,
 	if (!p)
 		return -ENOMEM;
 	ctx->cmds = p;
-	ctx->cmdlen += sprintf(p + ctx->cmdlen, val ? "%s=%s\n" : "%s\n",
-			       key, val);
+	ctx->cmdlen += sprintf(p + ctx->cmdlen, val ? "%s=%s" : "%s",
+			       key, val) + 1;
+	p[ctx->cmdlen] = '\0';		/* the end of the list */
 	return 0;
 }
 
@@ -650,7 +657,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root->d_fsdata = ud;
 	unionfs_debugfs_mount(sb);
 	unionfs_clean_roots(sb, bt);
-	return 0;
+	return unionfs_sysfs_mount(sb);
 }
 
 static int unionfs_get_tree(struct fs_context *fc)
@@ -758,8 +765,10 @@ static void unionfs_kill_sb(struct super_block *sb)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 
-	if (sbi)
+	if (sbi) {
+		unionfs_sysfs_umount(sb);
 		unionfs_debugfs_umount(sb);
+	}
 	kill_anon_super(sb);
 	/* evicted inodes release their branch references asynchronously */
 	unionfs_inode_wq_flush();
@@ -794,11 +803,16 @@ static int __init unionfs_init(void)
 	err = unionfs_debugfs_init();
 	if (err)
 		goto out_wq;
-	err = register_filesystem(&unionfs_fs_type);
+	err = unionfs_sysfs_init();
 	if (err)
 		goto out_debugfs;
+	err = register_filesystem(&unionfs_fs_type);
+	if (err)
+		goto out_sysfs;
 	pr_info("loaded (max %d branches)\n", UNIONFS_MAX_BRANCHES);
 	return 0;
+out_sysfs:
+	unionfs_sysfs_exit();
 out_debugfs:
 	unionfs_debugfs_exit();
 out_wq:
@@ -811,6 +825,7 @@ out_cache:
 static void __exit unionfs_exit(void)
 {
 	unregister_filesystem(&unionfs_fs_type);
+	unionfs_sysfs_exit();
 	unionfs_debugfs_exit();
 	unionfs_inode_wq_exit();
 	rcu_barrier();

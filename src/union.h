@@ -171,6 +171,7 @@ struct unionfs_sb_info {
 	struct list_head tmp_live;	/* on the list of live ranges */
 	struct list_head retired;	/* old root dentry infos */
 	struct dentry *debugfs_dir;	/* per-mount view */
+	struct kobject *sysfs;		/* /sys/fs/unionfs/MAJ:MIN (sysfs.c) */
 	atomic_long_t hazards[UNIONFS_HZ_MAX];	/* direct changes seen */
 	unsigned long flags;		/* UNIONFS_SB_* bits */
 	int coherency;			/* UNIONFS_COH_* */
@@ -565,6 +566,10 @@ int unionfs_debugfs_init(void);
 void unionfs_debugfs_exit(void);
 void unionfs_debugfs_mount(struct super_block *sb);
 void unionfs_debugfs_umount(struct super_block *sb);
+int unionfs_sysfs_init(void);
+void unionfs_sysfs_exit(void);
+int unionfs_sysfs_mount(struct super_block *sb);
+void unionfs_sysfs_umount(struct super_block *sb);
 #ifdef UNIONFS_FAULT_INJECTION
 /* make FAULT_INJECTION=1 (the test build): debugfs inject and crash_at */
 int unionfs_fault_slow(const char *site);

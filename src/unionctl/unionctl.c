@@ -2,30 +2,39 @@
 /*
  * unionctl: manage the branches of a mounted unionfs (see unionctl(8)).
  *
- *   unionctl MNT --list
+ *   unionctl MNT --list [--json]
  *   unionctl MNT --add [--before BR | --after BR] DIR[=ro|rw]
  *   unionctl MNT --remove DIR
  *   unionctl MNT --mode DIR=ro|rw
  *   unionctl MNT --query FILE
  *   unionctl MNT --incgen
+ *   unionctl MNT --busy BR
+ *   unionctl --fsck [--repair] DIR...
  *   unionctl --help | --version
  *
  * Branch changes are remounts (mount(2) MS_REMOUNT with add=/del=/mode=)
  * that keep the mount's own flags (nosuid, nodev, noexec, atime, ro: a
  * plain MS_REMOUNT would clear them),
  * queries and INCGEN are ioctls (uapi/unionfs.h). Exit status: 0 success,
- * 1 the kernel refused (errno printed), 2 usage, 3 MNT is not a union.
+ * 1 the kernel refused (errno printed), 2 usage, 3 MNT is not a union;
+ * --busy: 0 something holds BR, 1 nothing does (as fuser(1)); --fsck: 0
+ * clean, 1 findings all repaired, 4 findings left, 8 operational error (as
+ * fsck(8)).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -38,23 +47,30 @@ struct branch {
 
 static struct branch branches[UNIONFS_MAX_BRANCHES];
 static int nbranches;
+static char mount_opts[16384];	/* MNT's options in /proc/mounts */
 static const char *prog = "unionctl";
 
-#define UNIONCTL_VERSION "1.1"
+#define UNIONCTL_VERSION "1.2"
 
 static void usage_to(FILE *out, int status)
 {
 	fprintf(out,
-		"usage: %s MNT --list\n"
+		"usage: %s MNT --list [--json]\n"
 		"       %s MNT --add [--before BR|--after BR] DIR[=ro|rw]\n"
 		"       %s MNT --remove DIR\n"
 		"       %s MNT --mode DIR=ro|rw\n"
 		"       %s MNT --query FILE\n"
 		"       %s MNT --incgen\n"
+		"       %s MNT --busy BR\n"
+		"       %s --fsck [--repair] DIR...\n"
 		"       %s --help | --version\n"
 		"--add without --before/--after: a rw branch becomes branch 0, a ro\n"
-		"branch goes just below branch 0 (a rw union's branch 0 must be rw).\n",
-		prog, prog, prog, prog, prog, prog, prog);
+		"branch goes just below branch 0 (a rw union's branch 0 must be rw).\n"
+		"--busy: the processes whose cwd, root or open files are on branch BR.\n"
+		"--fsck: check branch directories, highest priority first, of a union\n"
+		"that is not mounted: leftover copy-up temporaries, whiteouts beside\n"
+		"the name they hide, whiteouts that hide nothing; --repair removes them.\n",
+		prog, prog, prog, prog, prog, prog, prog, prog, prog);
 	exit(status);
 }
 
@@ -80,7 +96,44 @@ static void unescape(char *s)
 	*d = '\0';
 }
 
-/* Read MNT's branch list from /proc/mounts; 0 or -1 if not a union. */
+/*
+ * The branch list from /sys/fs/unionfs/MAJ:MIN/branches (lines "INDEX MODE
+ * PATH", PATH escaped as in /proc/mounts): exact for any path, where
+ * /proc/mounts' dirs= cannot show a ':' in a path. 0, or -1 if absent.
+ */
+static int load_sysfs_branches(const char *real)
+{
+	char path[64], line[PATH_MAX * 4 + 32];
+	struct stat st;
+	int n = 0;
+	FILE *f;
+
+	if (stat(real, &st))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/fs/unionfs/%u:%u/branches",
+		 major(st.st_dev), minor(st.st_dev));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (n < UNIONFS_MAX_BRANCHES && fgets(line, sizeof(line), f)) {
+		char mode[8], *p;
+		int idx, off = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%d %7s %n", &idx, mode, &off) != 2 || !off)
+			continue;
+		p = line + off;
+		unescape(p);
+		snprintf(branches[n].mode, sizeof(branches[n].mode), "%.3s", mode);
+		snprintf(branches[n].path, sizeof(branches[n].path), "%s", p);
+		n++;
+	}
+	fclose(f);
+	nbranches = n;
+	return 0;
+}
+
+/* Read MNT's branch list (sysfs, else /proc/mounts); 0, or -1 if not a union. */
 static int load_branches(const char *mnt)
 {
 	char real[PATH_MAX], line[16384];
@@ -109,6 +162,7 @@ static int load_branches(const char *mnt)
 			continue;
 		}
 		nbranches = 0;
+		snprintf(mount_opts, sizeof(mount_opts), "%s", opts);
 		p = strstr(opts, "dirs=");
 		if (p) {
 			p += 5;
@@ -129,6 +183,8 @@ static int load_branches(const char *mnt)
 		free(opts);
 	}
 	fclose(f);
+	if (!found)
+		load_sysfs_branches(real);
 	return found;
 }
 
@@ -184,11 +240,20 @@ static int remount(const char *mnt, const char *cmd)
 
 static int list(void)
 {
+	const char *c;
 	int i;
 
 	printf("%-5s %-4s %s\n", "index", "mode", "path");
-	for (i = 0; i < nbranches; i++)
-		printf("%-5d %-4s %s\n", i, branches[i].mode, branches[i].path);
+	for (i = 0; i < nbranches; i++) {
+		printf("%-5d %-4s ", i, branches[i].mode);
+		/* one line a branch: tab, newline and backslash as \ooo */
+		for (c = branches[i].path; *c; c++)
+			if (*c == '\n' || *c == '\t' || *c == '\\')
+				printf("\\%03o", (unsigned char)*c);
+			else
+				putchar(*c);
+		putchar('\n');
+	}
 	return 0;
 }
 
@@ -238,96 +303,497 @@ static int incgen(const char *mnt)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static void json_str(const char *v)
 {
-	const char *mnt, *op, *before = NULL, *after = NULL;
-	char cmd[PATH_MAX * 2 + 16];
+	putchar('"');
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* The value of option @key in MNT's /proc/mounts options, or @dflt. */
+static void mount_opt(const char *key, const char *dflt, char *out, size_t n)
+{
+	size_t kl = strlen(key);
+	const char *p = mount_opts;
+
+	snprintf(out, n, "%s", dflt);
+	while (p && *p) {
+		if (!strncmp(p, key, kl) && p[kl] == '=') {
+			snprintf(out, n, "%.*s", (int)strcspn(p + kl + 1, ","),
+				 p + kl + 1);
+			return;
+		}
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+}
+
+static int list_json(const char *mnt)
+{
+	struct unionfs_query q;
+	char real[PATH_MAX], coh[32], markers[32];
+	int fd, i;
+
+	memset(&q, 0, sizeof(q));
+	fd = open(mnt, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || ioctl(fd, UNIONFS_IOCTL_QUERYFILE, &q) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, mnt, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	if (!realpath(mnt, real))
+		snprintf(real, sizeof(real), "%s", mnt);
+	mount_opt("coherency", "reval", coh, sizeof(coh));
+	mount_opt("markers", "unionfs", markers, sizeof(markers));
+	printf("{\"mount\": ");
+	json_str(real);
+	printf(", \"generation\": %u, \"coherency\": ", q.generation);
+	json_str(coh);
+	printf(", \"markers\": ");
+	json_str(markers);
+	printf(", \"branches\": [");
+	for (i = 0; i < nbranches; i++) {
+		printf("%s{\"index\": %d, \"path\": ", i ? ", " : "", i);
+		json_str(branches[i].path);
+		printf(", \"mode\": ");
+		json_str(branches[i].mode);
+		putchar('}');
+	}
+	printf("]}\n");
+	return 0;
+}
+
+/*
+ * Does the object open as @fd (a union object) have an entry on branch
+ * @br? Files: the branch that serves them (the first holding the name);
+ * directories: any branch they merge.
+ */
+static int on_branch(int fd, dev_t dev, int br)
+{
+	struct unionfs_query q;
+	struct stat st;
 	int i;
 
-	if (argc == 2 && !strcmp(argv[1], "--help"))
-		usage_to(stdout, 0);
-	if (argc == 2 && !strcmp(argv[1], "--version")) {
-		printf("unionctl %s\n", UNIONCTL_VERSION);
+	if (fstat(fd, &st) || st.st_dev != dev)
 		return 0;
+	memset(&q, 0, sizeof(q));
+	if (ioctl(fd, UNIONFS_IOCTL_QUERYFILE, &q) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return !!(q.branches[br / 64] & (1ULL << (br % 64)));
+	for (i = 0; i < (int)q.nbranches && i < UNIONFS_MAX_BRANCHES; i++)
+		if (q.branches[i / 64] & (1ULL << (i % 64)))
+			return i == br;
+	return 0;
+}
+
+/* Report @link (/proc/PID/cwd, .../fd/N) if what it names is on @br. */
+static int busy_one(const char *pid, const char *comm, const char *what,
+		    const char *link, dev_t dev, int br)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int fd, hit;
+
+	if (stat(link, &st) || st.st_dev != dev ||
+	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+		return 0;
+	fd = open(link, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	hit = on_branch(fd, dev, br);
+	close(fd);
+	if (!hit)
+		return 0;
+	n = readlink(link, target, sizeof(target) - 1);
+	target[n < 0 ? 0 : n] = '\0';
+	printf("%-7s %-15s %-6s %s\n", pid, comm, what, target);
+	return 1;
+}
+
+static int busy(const char *mnt, const char *dir)
+{
+	char path[PATH_MAX + 64], comm[64];
+	struct dirent *p, *f;
+	struct stat st;
+	DIR *proc, *fds;
+	int br = find_branch(dir), found = 0;
+	FILE *cf;
+
+	if (br < 0) {
+		fprintf(stderr, "%s: %s is not a branch of %s\n", prog, dir,
+			mnt);
+		return 2;
 	}
-	if (argc < 3)
+	if (stat(mnt, &st)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, mnt, strerror(errno));
+		return 2;
+	}
+	proc = opendir("/proc");
+	if (!proc) {
+		fprintf(stderr, "%s: /proc: %s\n", prog, strerror(errno));
+		return 2;
+	}
+	printf("%-7s %-15s %-6s %s\n", "PID", "COMMAND", "WHAT", "PATH");
+	while ((p = readdir(proc))) {
+		if (p->d_name[0] < '1' || p->d_name[0] > '9' ||
+		    atoi(p->d_name) == getpid())	/* not ourselves */
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", p->d_name);
+		comm[0] = '\0';
+		cf = fopen(path, "r");
+		if (cf) {
+			if (fgets(comm, sizeof(comm), cf))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(cf);
+		}
+		snprintf(path, sizeof(path), "/proc/%s/cwd", p->d_name);
+		found += busy_one(p->d_name, comm, "cwd", path, st.st_dev, br);
+		snprintf(path, sizeof(path), "/proc/%s/root", p->d_name);
+		found += busy_one(p->d_name, comm, "root", path, st.st_dev, br);
+		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		while ((f = readdir(fds))) {
+			char what[32];
+
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(what, sizeof(what), "fd%.20s", f->d_name);
+			snprintf(path, sizeof(path), "/proc/%s/fd/%s",
+				 p->d_name, f->d_name);
+			found += busy_one(p->d_name, comm, what, path,
+					  st.st_dev, br);
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return found ? 0 : 1;
+}
+
+/* --fsck */
+#define TMPPFX ".wh..wh.unionfs."
+static char **fsck_dirs;
+static int fsck_n, fsck_repair, fsck_found, fsck_left, fsck_err;
+
+static int rm_tree(int dfd, const char *name)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if (!unlinkat(dfd, name, 0))
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rm_tree(fd, e->d_name);
+	closedir(d);
+	return unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void finding(int dfd, const char *kind, const char *root,
+		    const char *rel, const char *name)
+{
+	fsck_found++;
+	printf("%-20s %s/%s%s%s\n", kind, root, rel, *rel ? "/" : "", name);
+	if (!fsck_repair) {
+		fsck_left++;
+		return;
+	}
+	if (rm_tree(dfd, name)) {
+		fprintf(stderr, "%s: remove %s/%s%s%s: %s\n", prog, root, rel,
+			*rel ? "/" : "", name, strerror(errno));
+		fsck_left++;
+		fsck_err = 1;
+		return;
+	}
+	printf("%-20s %s/%s%s%s\n", "removed", root, rel, *rel ? "/" : "",
+	       name);
+}
+
+/* Is there a name @rel/@name in any branch below @i? */
+static int below(int i, const char *rel, const char *name)
+{
+	char path[PATH_MAX * 2 + 2];
+	struct stat st;
+
+	for (i++; i < fsck_n; i++) {
+		snprintf(path, sizeof(path), "%s/%s%s%s", fsck_dirs[i], rel,
+			 *rel ? "/" : "", name);
+		if (!lstat(path, &st))
+			return 1;
+	}
+	return 0;
+}
+
+static void fsck_dir(int i, int dfd, dev_t dev, const char *rel, int depth)
+{
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int fd = dup(dfd);
+
+	if (fd < 0 || depth > 4096) {
+		fsck_err = 1;
+		return;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		fsck_err = 1;
+		return;
+	}
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		char sub[PATH_MAX];
+
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		if (!strncmp(n, TMPPFX, strlen(TMPPFX))) {
+			finding(dfd, "leftover-temporary", fsck_dirs[i], rel, n);
+			continue;
+		}
+		if (!strncmp(n, ".wh.", 4)) {
+			/* markers and other reserved ".wh..wh." names */
+			if (!strcmp(n, ".wh.__dir_opaque") ||
+			    !strncmp(n, ".wh..wh.", 8) || !n[4])
+				continue;
+			if (!fstatat(dfd, n + 4, &st, AT_SYMLINK_NOFOLLOW))
+				finding(dfd, "whiteout-beside-name",
+					fsck_dirs[i], rel, n);
+			else if (!below(i, rel, n + 4))
+				finding(dfd, "whiteout-hides-nothing",
+					fsck_dirs[i], rel, n);
+			continue;
+		}
+		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode) || st.st_dev != dev)
+			continue;	/* not a directory, or a mount point */
+		snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", n);
+		fd = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		if (fd < 0) {
+			fprintf(stderr, "%s: %s/%s: %s\n", prog, fsck_dirs[i],
+				sub, strerror(errno));
+			fsck_err = 1;
+			continue;
+		}
+		fsck_dir(i, fd, dev, sub, depth + 1);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/* Refuse to repair branches of a mounted union: the module owns them. */
+static int fsck_mounted(void)
+{
+	char line[16384], dir[PATH_MAX], type[64], dev[256], opts[16384];
+	FILE *f = fopen("/proc/self/mounts", "r");
+	int i, hit = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%255s %4095s %63s %16383s", dev, dir, type,
+			   opts) != 4 || strcmp(type, "unionfs"))
+			continue;
+		unescape(dir);
+		if (load_branches(dir))
+			continue;
+		for (i = 0; i < fsck_n; i++)
+			if (find_branch(fsck_dirs[i]) >= 0) {
+				fprintf(stderr, "%s: %s is a branch of the union mounted at %s: unmount it first\n",
+					prog, fsck_dirs[i], dir);
+				hit = 1;
+			}
+	}
+	fclose(f);
+	return hit;
+}
+
+static int fsck(char **dirs, int n)
+{
+	int i;
+
+	fsck_dirs = dirs;
+	fsck_n = n;
+	if (fsck_repair && fsck_mounted())
+		return 8;
+	for (i = 0; i < n; i++) {
+		struct stat st;
+		int fd = open(dirs[i], O_RDONLY | O_DIRECTORY);
+
+		if (fd < 0 || fstat(fd, &st)) {
+			fprintf(stderr, "%s: %s: %s\n", prog, dirs[i],
+				strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return 8;
+		}
+		fsck_dir(i, fd, st.st_dev, "", 0);
+		close(fd);
+	}
+	printf("%d finding%s, %d left\n", fsck_found,
+	       fsck_found == 1 ? "" : "s", fsck_left);
+	if (fsck_err)
+		return 8;
+	return fsck_left ? 4 : fsck_found ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_LIST = 1, O_JSON, O_ADD, O_BEFORE, O_AFTER, O_REMOVE, O_MODE,
+	       O_QUERY, O_INCGEN, O_BUSY, O_FSCK, O_REPAIR, O_HELP,
+	       O_VERSION };
+	static const struct option opts[] = {
+		{ "list", no_argument, NULL, O_LIST },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "add", no_argument, NULL, O_ADD },
+		{ "before", required_argument, NULL, O_BEFORE },
+		{ "after", required_argument, NULL, O_AFTER },
+		{ "remove", required_argument, NULL, O_REMOVE },
+		{ "mode", required_argument, NULL, O_MODE },
+		{ "query", required_argument, NULL, O_QUERY },
+		{ "incgen", no_argument, NULL, O_INCGEN },
+		{ "busy", required_argument, NULL, O_BUSY },
+		{ "fsck", no_argument, NULL, O_FSCK },
+		{ "repair", no_argument, NULL, O_REPAIR },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{}
+	};
+	const char *mnt, *before = NULL, *after = NULL, *arg = NULL;
+	char cmd[PATH_MAX * 2 + 16];
+	int c, op = 0, json = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_HELP:
+			usage_to(stdout, 0);
+			break;
+		case O_VERSION:
+			printf("unionctl %s\n", UNIONCTL_VERSION);
+			return 0;
+		case O_JSON:
+			json = 1;
+			break;
+		case O_REPAIR:
+			fsck_repair = 1;
+			break;
+		case O_BEFORE:
+			before = optarg;
+			break;
+		case O_AFTER:
+			after = optarg;
+			break;
+		case O_LIST: case O_ADD: case O_REMOVE: case O_MODE:
+		case O_QUERY: case O_INCGEN: case O_BUSY: case O_FSCK:
+			if (op)
+				usage();	/* one command at a time */
+			op = c;
+			arg = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if ((json && op != O_LIST) || (fsck_repair && op != O_FSCK) ||
+	    ((before || after) && op != O_ADD))
 		usage();
-	mnt = argv[1];
-	op = argv[2];
+	if (op == O_FSCK) {
+		if (optind >= argc)
+			usage();
+		return fsck(argv + optind, argc - optind);
+	}
+	/* MNT, and for --add the DIR */
+	if (!op || optind >= argc || argc - optind > (op == O_ADD ? 2 : 1))
+		usage();
+	mnt = argv[optind];
+	if (op == O_ADD) {
+		if (argc - optind != 2 || (before && after))
+			usage();
+		arg = argv[optind + 1];
+	}
 	if (load_branches(mnt)) {
 		fprintf(stderr, "%s: %s is not a mounted unionfs\n", prog, mnt);
 		return 3;
 	}
-	if (!strcmp(op, "--list") && argc == 3)
-		return list();
-	if (!strcmp(op, "--incgen") && argc == 3)
+	switch (op) {
+	case O_LIST:
+		return json ? list_json(mnt) : list();
+	case O_INCGEN:
 		return incgen(mnt);
-	if (!strcmp(op, "--query") && argc == 4)
-		return query(argv[3]);
-	if (!strcmp(op, "--remove") && argc == 4) {
-		if (find_branch(argv[3]) < 0) {
+	case O_QUERY:
+		return query(arg);
+	case O_BUSY:
+		return busy(mnt, arg);
+	case O_REMOVE:
+		if (find_branch(arg) < 0) {
 			fprintf(stderr, "%s: %s is not a branch of %s\n", prog,
-				argv[3], mnt);
+				arg, mnt);
 			return 1;
 		}
-		snprintf(cmd, sizeof(cmd), "del=%s", argv[3]);
+		snprintf(cmd, sizeof(cmd), "del=%s", arg);
 		return remount(mnt, cmd);
-	}
-	if (!strcmp(op, "--mode") && argc == 4) {
-		char *eq = strrchr(argv[3], '=');
+	case O_MODE: {
+		const char *eq = strrchr(arg, '=');
 
 		if (!eq || (strcmp(eq, "=ro") && strcmp(eq, "=rw")))
 			usage();
-		snprintf(cmd, sizeof(cmd), "mode=%s", argv[3]);
+		snprintf(cmd, sizeof(cmd), "mode=%s", arg);
 		return remount(mnt, cmd);
 	}
-	if (!strcmp(op, "--add")) {
-		const char *dir = NULL;
+	}
+	/* O_ADD */
+	if (after) {
+		int a = find_branch(after);
 
-		for (i = 3; i < argc; i++) {
-			if (!strcmp(argv[i], "--before") && i + 1 < argc)
-				before = argv[++i];
-			else if (!strcmp(argv[i], "--after") && i + 1 < argc)
-				after = argv[++i];
-			else if (!dir && argv[i][0] != '-')
-				dir = argv[i];
-			else
-				usage();
-		}
-		if (!dir || (before && after))
-			usage();
-		if (after) {
-			int a = find_branch(after);
-
-			if (a < 0) {
-				fprintf(stderr, "%s: %s is not a branch of %s\n",
-					prog, after, mnt);
-				return 1;
-			}
-			if (a + 1 < nbranches)
-				before = branches[a + 1].path;
-			else
-				before = "";	/* append */
-		}
-		if (!before && !after && nbranches > 0) {
-			const char *eq = strrchr(dir, '=');
-
-			/* a ro branch cannot be branch 0 of a rw union */
-			if (eq && !strcmp(eq, "=ro") &&
-			    !strcmp(branches[0].mode, "rw"))
-				before = nbranches > 1 ? branches[1].path : "";
-		}
-		if (before && *before && find_branch(before) < 0) {
+		if (a < 0) {
 			fprintf(stderr, "%s: %s is not a branch of %s\n", prog,
-				before, mnt);
+				after, mnt);
 			return 1;
 		}
-		if (before)
-			snprintf(cmd, sizeof(cmd), "add=%s:%s", before, dir);
-		else
-			snprintf(cmd, sizeof(cmd), "add=%s", dir);
-		return remount(mnt, cmd);
+		before = a + 1 < nbranches ? branches[a + 1].path : "";
 	}
-	usage();
-	return 2;
+	if (!before && nbranches > 0) {
+		const char *eq = strrchr(arg, '=');
+
+		/* a ro branch cannot be branch 0 of a rw union */
+		if (eq && !strcmp(eq, "=ro") && !strcmp(branches[0].mode, "rw"))
+			before = nbranches > 1 ? branches[1].path : "";
+	}
+	if (before && *before && find_branch(before) < 0) {
+		fprintf(stderr, "%s: %s is not a branch of %s\n", prog, before,
+			mnt);
+		return 1;
+	}
+	if (before)
+		snprintf(cmd, sizeof(cmd), "add=%s:%s", before, arg);
+	else
+		snprintf(cmd, sizeof(cmd), "add=%s", arg);
+	return remount(mnt, cmd);
 }

@@ -104,9 +104,36 @@ check "unionctl --remove" $U "$M2" --remove "$T/s2"
 is "unionctl --remove kept nosuid,nodev,noexec,noatime" "$(mflags)" "noatime nodev noexec nosuid "
 check "unionctl --mode" $U "$M2" --mode "$T/s1=ro"
 is "unionctl --mode kept the flags" "$(mflags)" "noatime nodev noexec nosuid "
+# --list --json, --busy, --fsck on a mounted union's branches
+echo s1 > "$T/s1/lowfile"; mkdir -p "$T/s1/ld"; echo up > "$M2/upfile"
+js=$($U "$M2" --list --json)
+is "unionctl --list --json: valid JSON with the branches" \
+	"$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j["mount"] == sys.argv[2], j["coherency"], j["markers"], [(b["index"], b["mode"], b["path"] == sys.argv[3] + "/s" + str(b["index"])) for b in j["branches"]], j["generation"] > 0)' "$js" "$M2" "$T")" \
+	"True reval unionfs [(0, 'rw', True), (1, 'ro', True)] True"
+$U "$M2" --busy "$T/s1" > "$T/busy.out"; rc=$?
+is "unionctl --busy: nothing holds s1: exit 1, header only" "$rc:$(wc -l < "$T/busy.out")" "1:1"
+exec 5< "$M2/lowfile"
+(cd "$M2/ld" && exec sleep 30) & bpid=$!
+sleep 0.5
+$U "$M2" --busy "$T/s1" > "$T/busy.out"; rc=$?
+is "unionctl --busy s1: this shell's fd5 and the sleeper's cwd, exit 0" \
+	"$rc $(awk -v me=$$ -v s=$bpid 'NR > 1 && (($1 == me && $3 == "fd5") || ($1 == s && $3 == "cwd")) { print $4 }' "$T/busy.out" | sort | tr '\n' ' ')" \
+	"0 $M2/ld $M2/lowfile "
+exec 6< "$M2/upfile"
+is "unionctl --busy: a file on s0 is listed for s0, not for s1" \
+	"$($U "$M2" --busy "$T/s0" | awk -v me=$$ '$1 == me { print $3, $4 }') / $($U "$M2" --busy "$T/s1" | awk -v me=$$ '$1 == me && $3 == "fd6"')" \
+	"fd6 $M2/upfile / "
+exec 6<&-
+exec 5<&-; kill $bpid 2>/dev/null; wait $bpid 2>/dev/null
+touch "$T/s0/.wh..wh.unionfs.77"
+$U --fsck --repair "$T/s0" "$T/s1" > /dev/null 2> "$T/fsck.err"; rc=$?
+is "unionctl --fsck --repair refuses a mounted union's branches: exit 8, a line for each" "$rc $(grep -c "is a branch of the union mounted at $M2" "$T/fsck.err")" "8 2"
+is "... and removed nothing" "$(ls -A "$T/s0" | grep -c unionfs)" 1
 check "umount the nosuid union" umount "$M2"
+out=$($U --fsck --repair "$T/s0" "$T/s1"); rc=$?
+is "unionctl --fsck --repair after umount: the leftover removed, exit 1" "$rc $(ls -A "$T/s0" | grep -c unionfs)" "1 0"
 out=$($U --help 2>/dev/null); is "unionctl --help: exit 0, usage on stdout" "$?:$(grep -c '^usage:' <<< "$out")" "0:1"
-is "unionctl --version" "$($U --version)" "unionctl 1.1"
+is "unionctl --version" "$($U --version)" "unionctl 1.2"
 check "umount after branch churn" umount "$M"
 check "rmmod after branch churn" rmmod unionfs
 check "insmod again" insmod "$UNIONFS_KO"
