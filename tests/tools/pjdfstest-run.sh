@@ -209,7 +209,8 @@ run_fs() {	# run_fs FS: mount, prove, record
 	rm -f "$tmp"
 	# replace this run's files in FS.tsv
 	if [[ -f $out/$fs.tsv ]]; then
-		awk -F'\t' 'NR == FNR { seen[$1] = 1; next } !($1 in seen)' <(printf '%s\n' "$tsv") \
+		# (no process substitution: the guest has no /dev/fd)
+		printf '%s\n' "$tsv" | awk -F'\t' 'NR == FNR { seen[$1] = 1; next } !($1 in seen)' - \
 			"$out/$fs.tsv" > "$out/$fs.tsv.new"
 	else
 		: > "$out/$fs.tsv.new"
@@ -227,8 +228,10 @@ all=("${files[@]}")
 for fs in "${fslist[@]}"; do
 	if ((failing_only)) && [[ $fs != unionfs ]]; then
 		# only the selected files that fail on unionfs (its results so far)
-		mapfile -t files < <(awk -F'\t' '$2 > 0 || $4 != 0 { print $1 }' "$out/unionfs.tsv" 2>/dev/null |
-			grep -Fxf <(printf '%s\n' "${all[@]}"))
+		printf '%s\n' "${all[@]}" > "$out/.selected"
+		files=($(awk -F'\t' 'NR == FNR { sel[$1] = 1; next } ($2 > 0 || $4 != 0) && ($1 in sel) { print $1 }' \
+			"$out/.selected" "$out/unionfs.tsv" 2>/dev/null))
+		rm -f "$out/.selected"
 		((${#files[@]})) || { echo "# $fs: no file fails on unionfs, nothing to run"; continue; }
 	fi
 	run_fs "$fs" || echo "# $fs: setup failed"
