@@ -27,6 +27,10 @@
 #   make clean
 #   make install [DESTDIR=...] | dkms-src | dist   packaging (see the packaging block below)
 #   make check T="WORD..."   only the guest/host test files whose name contains a WORD
+#   make pjdfstest PJDFSTEST=/path/to/pjdfstest [PJD_FS=unionfs,overlay,tmpfs] [PJD_TESTS="chmod
+#                   rename/00.t"] [PJD_JOBS=2]: pjdfstest (built in that tree, never part of this
+#                   one) in one guest boot on unionfs, overlayfs and tmpfs, compared per .t file
+#                   (tests/tools/pjdfstest-run.sh; results in build/pjdfstest-results/)
 #
 # KVER=6.1.0-NN-amd64 pins the kernel ABI; otherwise it is resolved once from the
 # linux-image-amd64 meta package and cached in build/kver.
@@ -36,7 +40,7 @@ BUILD      := $(CURDIR)/build
 
 # Fault injection: off unless asked for, always on for the goals that run tests on the module
 # (a plain `make modules` then `make check` rebuilds: the flag is in Kbuild's command lines).
-FAULT_GOALS := check soak bench run check-debug debug-module
+FAULT_GOALS := check soak bench run check-debug debug-module pjdfstest
 ifneq ($(filter $(FAULT_GOALS),$(MAKECMDGOALS)),)
 override FAULT_INJECTION := 1
 endif
@@ -90,7 +94,7 @@ BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: debug-kernel debug-module check-debug nofault-module
+.PHONY: debug-kernel debug-module check-debug nofault-module pjdfstest
 .PHONY: all modules deps bench-deps bench kernel initramfs run check soak lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
@@ -200,6 +204,14 @@ check: deps modules kernel initramfs
 
 soak: deps modules kernel initramfs
 	@UNIONFS_SOAK_SECS=$(or $(SOAK_SECS),400) tests/soak
+
+PJD_FS   ?= unionfs,overlay,tmpfs
+PJD_JOBS ?= 2
+pjdfstest: deps modules kernel initramfs
+	@[ -n "$(PJDFSTEST)" ] && [ -x "$(PJDFSTEST)/pjdfstest" ] || { echo "pjdfstest: PJDFSTEST=DIR," \
+		"a pjdfstest tree with the pjdfstest binary built (autoreconf -ifs && ./configure && make pjdfstest)" >&2; exit 2; }
+	@BOOT_TIMEOUT=$${BOOT_TIMEOUT:-14400} qemu-debug/boot -- tests/tools/pjdfstest-run.sh \
+		--fs $(PJD_FS) --jobs $(PJD_JOBS) $(abspath $(PJDFSTEST)) $(PJD_TESTS)
 
 vmlinux: $(BUILD)/vmlinux-$(KVER)
 	@ln -sfn vmlinux-$(KVER) $(BUILD)/vmlinux
