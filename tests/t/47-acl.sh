@@ -242,6 +242,10 @@ check_fail "E: uid 4343 cannot list the copied 0700 dir" "Permission denied" as 
 # during the copy: the temporary in the default-ACL dir never carries the inherited ACL nor
 # more than the final mode (a 96 MiB file: the data phase lasts long enough to look at it)
 python3 -c "open('$B1/dd/big', 'wb').write(b'x' * (96 << 20))"; chmod 600 "$B1/dd/big"
+# A copy-up writes into an O_TMPFILE (nameless: nothing to look at) where the branch has one;
+# the named temporary is the fallback. Make the branch answer EOPNOTSUPP once so that the
+# fallback is what is watched (the O_TMPFILE path: same mode 0 + ACL strip, 51-copyup-phases).
+fault_injection_built && echo "tmpfile errno=95 times=1" > /sys/kernel/debug/unionfs/inject
 (echo y >> "$M/dd/big") & cpid=$!
 seen=0 bad= ent=
 for ((i = 0; i < 2000 && seen < 20; i++)); do
@@ -259,6 +263,7 @@ for ((i = 0; i < 2000 && seen < 20; i++)); do
 	kill -0 $cpid 2>/dev/null || break
 done
 timeout -s KILL 60 tail --pid=$cpid -f /dev/null
+fault_injection_built && echo "clear all" > /sys/kernel/debug/unionfs/inject
 if ((seen)); then
 	is "E: the temporary during the copy: no effective ACL entry, no bits beyond 0600, 4343 refused ($seen looks)" "$bad" ""
 	# its inherited entries are removed right after it is made, before the data phase
