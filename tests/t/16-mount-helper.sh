@@ -105,7 +105,9 @@ is "FUSE-style fstab line: mount.fuse called by unionfs-fuse's helper" "$(fuselo
 is "FUSE-style fstab line: no kernel union" "$(type_of "$T/m2")" ""
 rm -f "$T/fuse.log"
 mount -t unionfs -o "fuse,dirs=$T/b0:$T/b1" unionfs "$T/m2" > /dev/null 2>&1
-is "option fuse: to the FUSE helper, without 'fuse'" "$(fuselog)" "unionfs#dirs=$T/b0:$T/b1 $T/m2 -o "
+# (unionfs-fuse's helper wants dirs= after another option: it makes this of -o dirs=...)
+is "option fuse: to the FUSE helper, without 'fuse'" "$(fuselog)" \
+	"unionfs#dirs=$T/b0:$T/b1 $T/m2 -o dirs=$T/b0:$T/b1"
 rm -f "$T/fuse.log"
 mount -t unionfs -o "nofuse,dirs=$T/b0=rw:$T/b1=ro,cow" none "$T/m2" > /dev/null 2>&1
 is "option nofuse: the kernel (which refuses cow)" "$(fuselog)" ""
