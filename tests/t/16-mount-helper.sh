@@ -65,7 +65,7 @@ echo "$fstab_kernel" > "$T/fstab"
 # without our helper: unionfs-fuse's runs
 out=$(mount --fstab "$T/fstab" "$T/m" 2>&1)
 is "without the helper: the fstab line goes to unionfs-fuse's helper (mount.fuse)" \
-	"$(fuselog)" "unionfs#$T/b0=rw:$T/b1=ro,nosuid,nodev,noexec $T/m -o rw"
+	"$(fuselog)" "unionfs#$T/b0=rw:$T/b1=ro $T/m -o rw,nosuid,nodev,noexec"
 is "without the helper: no kernel union" "$(type_of "$T/m")" ""
 rm -f "$T/fuse.log"
 
@@ -101,13 +101,11 @@ echo "unionfs $T/m2 unionfs allow_other,dirs=$T/b0=RW:$T/b1=RO 0 0" > "$T/fstab2
 out=$(mount --fstab "$T/fstab2" "$T/m2" 2>&1)
 is "FUSE-style fstab line: exit status of the FUSE helper" "$?" 0
 is "FUSE-style fstab line: mount.fuse called by unionfs-fuse's helper" "$(fuselog)" \
-	"unionfs#$T/b0=RW:$T/b1=RO $T/m2 -o allow_other"
+	"unionfs#$T/b0=RW:$T/b1=RO $T/m2 -o rw,allow_other"
 is "FUSE-style fstab line: no kernel union" "$(type_of "$T/m2")" ""
 rm -f "$T/fuse.log"
 mount -t unionfs -o "fuse,dirs=$T/b0:$T/b1" unionfs "$T/m2" > /dev/null 2>&1
-# (unionfs-fuse's helper wants dirs= after another option: it makes this of -o dirs=...)
-is "option fuse: to the FUSE helper, without 'fuse'" "$(fuselog)" \
-	"unionfs#dirs=$T/b0:$T/b1 $T/m2 -o dirs=$T/b0:$T/b1"
+is "option fuse: to the FUSE helper, without 'fuse'" "$(fuselog)" "unionfs#$T/b0:$T/b1 $T/m2 -o rw"
 rm -f "$T/fuse.log"
 mount -t unionfs -o "nofuse,dirs=$T/b0=rw:$T/b1=ro,cow" none "$T/m2" > /dev/null 2>&1
 is "option nofuse: the kernel (which refuses cow)" "$(fuselog)" ""
