@@ -50,6 +50,8 @@ if ! mount -t overlay overlay -o "lowerdir=$SB,upperdir=$T/up,workdir=$T/work" "
 	not_ok "overlay on /usr/sbin"
 	finish
 fi
+# (rm first: never write through a symlink of the lower /usr/sbin, e.g. fuse3's mount.fuse)
+rm -f "$H" "$SB/mount.fuse"
 cp "$T/fuse-helper" "$H"
 # the FUSE side: mount.fuse logs how it was called (the guest has no fuse)
 printf '#!/bin/sh\necho "$*" >> %s/fuse.log\nexit 0\n' "$T" > "$SB/mount.fuse"
