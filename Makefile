@@ -292,7 +292,10 @@ lint: deps $(LINTDIR)/checkpatch.pl
 #   make install [DESTDIR=/root] [KVER=...]  the module (built without touching src/, in
 #        build/pkg/) into /lib/modules/$(KVER)/updates/, unionctl into /usr/sbin, unionfs.5 and
 #        unionctl.8 into /usr/share/man, the uapi header as /usr/include/linux/unionfs.h;
-#        depmod only when DESTDIR is empty. Never loads anything.
+#        depmod only when DESTDIR is empty. Never loads anything. The mount helper
+#        /usr/sbin/mount.unionfs too (mount -t unionfs, fstab, systemd), diverting unionfs-fuse's
+#        helper to /usr/sbin/mount.unionfs.fuse when DESTDIR is empty (dpkg-divert).
+#   make uninstall [DESTDIR=...]  removes those files; the diversion is undone
 #   make dkms-src [DESTDIR=...]  the DKMS source tree into /usr/src/unionfs-$(VERSION)/
 #        (then: dkms build -m unionfs -v $(VERSION) -k KVER; dkms install ...)
 #   make dist    build/unionfs-$(VERSION).tar.gz: the same tree as a tarball
@@ -306,7 +309,7 @@ MODDIR    := /lib/modules/$(KVER)/updates
 # gdb helper's fan-out graph (tests/host/30-gdb.sh); linux-perf: bench/profile (after make bench)
 PKGS      += dkms graphviz
 BENCH_PKGS += linux-perf
-.PHONY: install dkms-src dist pkg-src pkg-module
+.PHONY: install dkms-src dist pkg-src pkg-module uninstall install-mount-helper uninstall-mount-helper
 
 # the source tree DKMS and `make install` build from: dkms.conf, VERSION, LICENSE, src/ (sources
 # only), tracepoints/
@@ -326,6 +329,21 @@ install: pkg-module $(BUILD)/unionctl
 	install -D -m 644 docs/unionfs.5 $(DESTDIR)/usr/share/man/man5/unionfs.5
 	install -D -m 644 docs/unionctl.8 $(DESTDIR)/usr/share/man/man8/unionctl.8
 	install -D -m 644 src/uapi/unionfs.h $(DESTDIR)/usr/include/linux/unionfs.h
+	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
+	@$(MAKE) --no-print-directory install-mount-helper
+
+# mount.unionfs (src/mount-helper/): with DESTDIR empty, unionfs-fuse's helper of the same path
+# is kept as /usr/sbin/mount.unionfs.fuse with a local dpkg diversion (install.sh; DPKG_ROOT /
+# DPKG_ADMINDIR select a scratch root / dpkg database, as for dpkg-divert itself)
+install-mount-helper:
+	@DESTDIR="$(DESTDIR)" src/mount-helper/install.sh install
+uninstall-mount-helper:
+	@DESTDIR="$(DESTDIR)" src/mount-helper/install.sh uninstall
+
+uninstall: uninstall-mount-helper
+	rm -f $(DESTDIR)$(MODDIR)/unionfs.ko $(DESTDIR)/usr/sbin/unionctl \
+		$(DESTDIR)/usr/share/man/man5/unionfs.5 $(DESTDIR)/usr/share/man/man8/unionctl.8 \
+		$(DESTDIR)/usr/include/linux/unionfs.h
 	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
 
 dkms-src: pkg-src

@@ -1,6 +1,10 @@
 #!/bin/bash
 # Host-side: packaging (issue 24). `make install DESTDIR=scratch` installs the module (into
-# /lib/modules/KVER/updates/), unionctl, unionfs.5 + unionctl.8 and the uapi header; the
+# /lib/modules/KVER/updates/), unionctl, the mount helper mount.unionfs (only the file, printing
+# the dpkg-divert a package would do), unionfs.5 + unionctl.8 and the uapi header, and
+# `make uninstall DESTDIR=scratch` removes them all; install-mount-helper with DESTDIR empty on
+# a scratch root (DPKG_ROOT + DPKG_ADMINDIR) diverts a unionfs-fuse helper found there to
+# mount.unionfs.fuse, twice is harmless, and uninstall-mount-helper puts it back; the
 # installed module's modinfo shows the git version, license GPL and the author; the LICENSE
 # file is the GPL-2 text; both man pages render with `man --warnings` silent; the header
 # compiles in a C program; and dkms.conf builds the module with a real `dkms build` of the
@@ -19,7 +23,10 @@ W=$(mktemp -d "$PWD/build/check/install.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 R=$W/root
 want=$(git describe --always --dirty 2>/dev/null || cat VERSION)
-sysstate() { ls -lAR /var/lib/dkms /usr/src /lib/modules/"$KVER"/updates 2>/dev/null | md5sum; }
+sysstate() {
+	{ ls -lAR /var/lib/dkms /usr/src /lib/modules/"$KVER"/updates; ls -lA /usr/sbin/mount.unionfs*
+	  dpkg-divert --list; } 2>/dev/null | md5sum
+}
 before=$(sysstate)
 
 t0=$(date +%s)
@@ -36,6 +43,10 @@ for f in "$ko" "$R/usr/share/man/man5/unionfs.5" "$R/usr/share/man/man8/unionctl
 	check "installed ${f#"$R"}" test -f "$f"
 done
 check "installed /usr/sbin/unionctl (executable)" test -x "$R/usr/sbin/unionctl"
+check "installed /usr/sbin/mount.unionfs (executable, sh -n clean)" bash -c \
+	"test -x '$R/usr/sbin/mount.unionfs' && sh -n '$R/usr/sbin/mount.unionfs'"
+check "make install DESTDIR=...: prints the dpkg-divert a package would run" \
+	grep -q "dpkg-divert --package unionfs --rename --divert /usr/sbin/mount.unionfs.fuse --add /usr/sbin/mount.unionfs" <<< "$out"
 check "unionctl runs: --help prints its usage" bash -c "'$R/usr/sbin/unionctl' --help 2>&1 | grep -q -- --list"
 is "modinfo version = git describe --always --dirty" "$(modinfo -F version "$ko" 2>&1)" "$want"
 is "modinfo license" "$(modinfo -F license "$ko" 2>&1)" "GPL"
@@ -43,7 +54,7 @@ is "modinfo author" "$(modinfo -F author "$ko" 2>&1)" "unionfs for modern Linux 
 check "modinfo vermagic is $KVER" bash -c "modinfo -F vermagic '$ko' | grep -q '^$KVER '"
 check "LICENSE is the GPL-2 text (MODULE_LICENSE GPL)" cmp LICENSE /usr/share/common-licenses/GPL-2
 is "exactly these files installed" "$(cd "$R" && find . -type f | sort | tr '\n' ' ')" \
-	"./lib/modules/$KVER/updates/unionfs.ko ./usr/include/linux/unionfs.h ./usr/sbin/unionctl ./usr/share/man/man5/unionfs.5 ./usr/share/man/man8/unionctl.8 "
+	"./lib/modules/$KVER/updates/unionfs.ko ./usr/include/linux/unionfs.h ./usr/sbin/mount.unionfs ./usr/sbin/unionctl ./usr/share/man/man5/unionfs.5 ./usr/share/man/man8/unionctl.8 "
 
 for m in man5/unionfs.5 man8/unionctl.8; do
 	warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$R/usr/share/man/$m" 2>&1 >/dev/null)
@@ -54,6 +65,32 @@ check "man -M DESTDIR finds unionfs(5)" bash -c \
 printf '#include <linux/unionfs.h>\nint main(void) { struct unionfs_query q = { 0 };\n  return (int)q.nbranches + UNIONFS_IOCTL_QUERYFILE * 0 + UNIONFS_MAX_BRANCHES * 0; }\n' > "$W/h.c"
 check "the installed header compiles in a C program" \
 	gcc -Wall -Werror -I"$R/usr/include" -o "$W/h" "$W/h.c"
+
+# the mount helper's diversion on a scratch root: a unionfs-fuse helper there is kept
+S=$W/sysroot
+mkdir -p "$S/usr/sbin" "$S/var/lib/dpkg"
+printf '#!/bin/bash\nmount.fuse "unionfs#$dirs" "$mpoint" -o ${@%%%%,dirs=*}\n' > "$S/usr/sbin/mount.unionfs"
+cp "$S/usr/sbin/mount.unionfs" "$W/fuse-helper"
+hs() { DPKG_ROOT=$S DPKG_ADMINDIR=$S/var/lib/dpkg make -s "$@" DESTDIR= 2>&1; }
+divlist() { DPKG_ROOT=$S DPKG_ADMINDIR=$S/var/lib/dpkg dpkg-divert --list 2>&1; }
+out=$(hs install-mount-helper)
+is "install-mount-helper (scratch root): exits 0" "$?" 0
+check "scratch root: mount.unionfs is ours" grep -q unionfs-kernel-mount-helper "$S/usr/sbin/mount.unionfs"
+check "scratch root: unionfs-fuse's helper is mount.unionfs.fuse" cmp "$W/fuse-helper" "$S/usr/sbin/mount.unionfs.fuse"
+is "scratch root: the diversion" "$(divlist)" \
+	"local diversion of /usr/sbin/mount.unionfs to /usr/sbin/mount.unionfs.fuse"
+out=$(hs install-mount-helper)
+is "install-mount-helper again: exits 0" "$?" 0
+check "again: unionfs-fuse's helper still mount.unionfs.fuse" cmp "$W/fuse-helper" "$S/usr/sbin/mount.unionfs.fuse"
+out=$(hs uninstall-mount-helper)
+is "uninstall-mount-helper (scratch root): exits 0" "$?" 0
+check "scratch root: unionfs-fuse's helper back as mount.unionfs" cmp "$W/fuse-helper" "$S/usr/sbin/mount.unionfs"
+is "scratch root: no diversion, no mount.unionfs.fuse" "$(divlist)$(ls "$S/usr/sbin")" "mount.unionfs"
+rm -f "$S/usr/sbin/mount.unionfs"
+out=$(hs install-mount-helper)
+is "no unionfs-fuse: install-mount-helper exits 0" "$?" 0
+out=$(hs uninstall-mount-helper)
+is "no unionfs-fuse: uninstall leaves nothing" "$?:$(divlist)$(ls "$S/usr/sbin")" "0:"
 
 # dkms: the tree make dkms-src writes, built by dkms in a scratch tree
 if ! command -v dkms > /dev/null; then
@@ -80,5 +117,7 @@ check "dkms built unionfs.ko" test -f "$dko"
 is "dkms module: modinfo version" "$(modinfo -F version "$dko" 2>&1)" "$want"
 is "dkms module: same srcversion as make install's" "$(modinfo -F srcversion "$dko" 2>&1)" \
 	"$(modinfo -F srcversion "$ko" 2>&1)"
-is "system's /var/lib/dkms, /usr/src, /lib/modules/$KVER/updates untouched" "$(sysstate)" "$before"
+out=$(make -s uninstall DESTDIR="$R" 2>&1)
+is "make uninstall DESTDIR=...: exits 0, no file left" "$?:$(cd "$R" && find . -type f)" "0:"
+is "system's /var/lib/dkms, /usr/src, /lib/modules/$KVER/updates, mount.unionfs*, diversions untouched" "$(sysstate)" "$before"
 finish
