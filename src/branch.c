@@ -77,6 +77,194 @@ bool unionfs_branch_is(struct unionfs_branch *br, const struct path *path)
 	return path->dentry == br->path.dentry;
 }
 
+/*
+ * "ro" or "rw" (the =MODE of a dirs= element, add= or mode=) as
+ * UNIONFS_BR_*; else one message "CTX: unknown branch mode ..." and -EINVAL.
+ */
+int unionfs_parse_mode(const char *s, const char *ctx)
+{
+	if (!strcmp(s, "ro"))
+		return UNIONFS_BR_RO;
+	if (!strcmp(s, "rw"))
+		return UNIONFS_BR_RW;
+	pr_warn("%s: unknown branch mode '%*pE' (use ro or rw)\n", ctx,
+		(int)strlen(s), s);
+	return -EINVAL;
+}
+
+static char *unionfs_canonical_name(const struct path *path)
+{
+	char *buf, *p, *name;
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	p = d_path(path, buf, PATH_MAX);
+	if (IS_ERR(p)) {
+		kfree(buf);
+		return p;
+	}
+	name = kstrdup(p, GFP_KERNEL);
+	kfree(buf);
+	return name ?: ERR_PTR(-ENOMEM);
+}
+
+/* Dentry operations the union's own (case-sensitive, no automount) lookups cannot follow. */
+static bool unionfs_branch_weird(const struct dentry *dentry)
+{
+	if (dentry->d_flags & (DCACHE_OP_HASH | DCACHE_OP_COMPARE |
+			       DCACHE_NEED_AUTOMOUNT | DCACHE_MANAGE_TRANSIT))
+		return true;
+#if IS_ENABLED(CONFIG_UNICODE)
+	/* every dentry but the root of a case-folding fs has the ci ops */
+	if (dentry->d_sb->s_encoding)
+		return true;
+#endif
+	return false;
+}
+
+/*
+ * The inode number space of a new branch on @bsb (unionfs_ino(), docs/
+ * concepts.md "Inode numbers"), one rule for mount and add=: the index of
+ * an @existing branch on the same file system, else the lowest index none
+ * of them uses. At mount, branches on distinct file systems thus get their
+ * position; an add= never changes the numbers of the other branches. With
+ * n < UNIONFS_MAX_BRANCHES branches one index below that is free.
+ */
+static_assert(UNIONFS_MAX_BRANCHES <= UNIONFS_INO_VOLATILE);	/* index < it */
+static unsigned int unionfs_new_fsidx(struct unionfs_branch *const *existing,
+				      int n, const struct super_block *bsb)
+{
+	DECLARE_BITMAP(used, UNIONFS_MAX_BRANCHES);
+	int i;
+
+	bitmap_zero(used, UNIONFS_MAX_BRANCHES);
+	for (i = 0; i < n; i++) {
+		if (existing[i]->path.mnt->mnt_sb == bsb)
+			return existing[i]->fsidx;
+		if (existing[i]->fsidx < UNIONFS_MAX_BRANCHES)
+			__set_bit(existing[i]->fsidx, used);
+	}
+	return find_first_zero_bit(used, UNIONFS_MAX_BRANCHES);
+}
+
+/*
+ * The one constructor of a branch, for mount (@sb NULL: the union is not
+ * live yet) and remount,add= (@sb the union): look @path up and check it
+ * can be a branch in @mode next to the @n branches @existing. On a refusal
+ * one message, "CTX 'PATH' REASON" (@ctx: "mount: branch N" or "remount:
+ * add:"), and ERR_PTR:
+ *   E2BIG    the union has UNIONFS_MAX_BRANCHES already
+ *   (lookup) @path does not resolve
+ *   ENOTDIR  not a directory
+ *   EINVAL   a unionfs (this union or another: unions do not stack); on a
+ *            case-folding or automount fs; an idmapped mount; too deep a
+ *            stack (the union's depth is fixed at mount: at most
+ *            FILESYSTEM_MAX_STACK_DEPTH, then what the mount made it);
+ *            overlapping an existing branch (one fs, one inside the other)
+ *   EROFS    rw on a file system mounted read-only
+ * On success the branch has its canonical name (d_path), mode, fsidx
+ * (unionfs_new_fsidx) and a private clone of its mount
+ * (unionfs_branch_hold); its id is the caller's to give.
+ */
+struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
+					  const char *path, int mode,
+					  struct unionfs_branch *const *existing,
+					  int n, const char *ctx)
+{
+	int plen = strlen(path), max_depth, depth, i, err;
+	struct unionfs_branch *br;
+	struct super_block *bsb;
+	struct dentry *d;
+
+	if (n >= UNIONFS_MAX_BRANCHES) {
+		pr_warn("%s '%*pE' would make more than %d branches\n",
+			ctx, plen, path, UNIONFS_MAX_BRANCHES);
+		return ERR_PTR(-E2BIG);
+	}
+	br = kzalloc(sizeof(*br), GFP_KERNEL);
+	if (!br)
+		return ERR_PTR(-ENOMEM);
+	refcount_set(&br->ref, 1);
+	atomic_set(&br->open_files, 0);
+	br->mode = mode;
+	err = kern_path(path, LOOKUP_FOLLOW, &br->path);
+	if (err) {
+		pr_warn("%s '%*pE': lookup failed (%d)\n", ctx, plen, path, err);
+		kfree(br);
+		return ERR_PTR(err);
+	}
+	d = br->path.dentry;
+	bsb = br->path.mnt->mnt_sb;
+	max_depth = sb ? sb->s_stack_depth : FILESYSTEM_MAX_STACK_DEPTH;
+	depth = bsb->s_stack_depth + 1;
+	err = -ENOTDIR;
+	if (!d_is_dir(d)) {
+		pr_warn("%s '%*pE' is not a directory\n", ctx, plen, path);
+		goto out_put;
+	}
+	err = -EINVAL;
+	if (d->d_sb == sb) {
+		pr_warn("%s '%*pE' is inside this union\n", ctx, plen, path);
+		goto out_put;
+	}
+	if (d->d_sb->s_type == &unionfs_fs_type) {
+		pr_warn("%s '%*pE' is itself a unionfs (stacking unions is not supported)\n",
+			ctx, plen, path);
+		goto out_put;
+	}
+	if (unionfs_branch_weird(d)) {
+		pr_warn("%s '%*pE' is on a case-folding or automount filesystem\n",
+			ctx, plen, path);
+		goto out_put;
+	}
+	if (is_idmapped_mnt(br->path.mnt)) {
+		pr_warn("%s '%*pE' is an idmapped mount\n", ctx, plen, path);
+		goto out_put;
+	}
+	if (depth > max_depth) {
+		pr_warn("%s '%*pE' is too deep a stack (the union would be %d deep, at most %d)\n",
+			ctx, plen, path, depth, max_depth);
+		goto out_put;
+	}
+	err = -EROFS;
+	if (mode == UNIONFS_BR_RW && unionfs_path_rdonly(&br->path)) {
+		pr_warn("%s '%*pE' is read-write but its file system is mounted read-only (give =ro)\n",
+			ctx, plen, path);
+		goto out_put;
+	}
+	err = -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct unionfs_branch *o = existing[i];
+
+		if (o->path.dentry->d_sb == d->d_sb &&
+		    (is_subdir(o->path.dentry, d) ||
+		     is_subdir(d, o->path.dentry))) {
+			pr_warn("%s '%*pE' overlaps branch %d '%*pE'\n", ctx,
+				plen, path, i, (int)strlen(o->name), o->name);
+			goto out_put;
+		}
+	}
+	br->name = unionfs_canonical_name(&br->path);
+	if (IS_ERR(br->name)) {
+		err = PTR_ERR(br->name);
+		br->name = NULL;
+		pr_warn("%s '%*pE': cannot name it (%d)\n", ctx, plen, path, err);
+		goto out_put;
+	}
+	err = unionfs_branch_hold(br);
+	if (err) {
+		pr_warn("%s '%*pE': cannot hold a private mount of it (%d)\n",
+			ctx, plen, path, err);
+		goto out_put;
+	}
+	br->fsidx = unionfs_new_fsidx(existing, n, bsb);
+	return br;
+out_put:
+	unionfs_branch_put(br);
+	return ERR_PTR(err);
+}
+
 void unionfs_bt_put(struct unionfs_btable *bt)
 {
 	int i;
@@ -166,49 +354,13 @@ static int unionfs_find_branch(struct unionfs_work *w, const char *name,
 	return -ENOENT;
 }
 
-static int unionfs_parse_mode(const char *s, const char *cmd, int *mode)
-{
-	if (!strcmp(s, "ro")) {
-		*mode = UNIONFS_BR_RO;
-	} else if (!strcmp(s, "rw")) {
-		*mode = UNIONFS_BR_RW;
-	} else {
-		pr_warn("remount: %s: unknown branch mode '%*pE' (use ro or rw)\n",
-			cmd, (int)strlen(s), s);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/*
- * The inode number space of a branch being added (unionfs_ino()): its file
- * system's, if another branch is on it, else the lowest index no branch of
- * @w uses. The other branches keep theirs, so no number they give changes;
- * w->n < UNIONFS_MAX_BRANCHES <= UNIONFS_FSIDX_MAX, so one is free.
- */
-static unsigned int unionfs_pick_fsidx(struct unionfs_work *w,
-				       struct unionfs_branch *br)
-{
-	DECLARE_BITMAP(used, UNIONFS_FSIDX_MAX + 1);
-	int i;
-
-	bitmap_zero(used, UNIONFS_FSIDX_MAX + 1);
-	for (i = 0; i < w->n; i++) {
-		if (w->br[i]->path.mnt->mnt_sb == br->path.mnt->mnt_sb)
-			return w->br[i]->fsidx;
-		if (w->br[i]->fsidx <= UNIONFS_FSIDX_MAX)
-			__set_bit(w->br[i]->fsidx, used);
-	}
-	return find_first_zero_bit(used, UNIONFS_FSIDX_MAX + 1);
-}
-
 static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 			   char *arg)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct unionfs_branch *br;
 	char *colon = strchr(arg, ':'), *path = arg, *eq;
-	int pos = 0, mode = UNIONFS_BR_RW, i, err;
+	int pos = 0, mode = UNIONFS_BR_RW;
 
 	if (colon) {
 		*colon = '\0';
@@ -224,97 +376,27 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 	eq = strrchr(path, '=');
 	if (eq) {
 		*eq = '\0';
-		err = unionfs_parse_mode(eq + 1, "add", &mode);
-		if (err)
-			return err;
+		mode = unionfs_parse_mode(eq + 1, "remount: add");
+		if (mode < 0)
+			return mode;
 	}
 	if (!*path) {
 		pr_warn("remount: add: empty branch path\n");
 		return -EINVAL;
 	}
-	if (w->n >= UNIONFS_MAX_BRANCHES) {
-		pr_warn("remount: add: '%*pE' would make more than %d branches\n",
-			(int)strlen(path), path, UNIONFS_MAX_BRANCHES);
-		return -E2BIG;
-	}
-	br = kzalloc(sizeof(*br), GFP_KERNEL);
-	if (!br)
-		return -ENOMEM;
-	refcount_set(&br->ref, 1);
-	err = kern_path(path, LOOKUP_FOLLOW, &br->path);
-	if (err) {
-		pr_warn("remount: add: '%*pE': lookup failed (%d)\n", (int)strlen(path), path, err);
-		kfree(br);
-		return err;
-	}
-	br->name = NULL;
-	err = -ENOTDIR;
-	if (!d_is_dir(br->path.dentry)) {
-		pr_warn("remount: add: '%*pE' is not a directory\n", (int)strlen(path), path);
-		goto out_put;
-	}
-	err = -EROFS;
-	if (mode == UNIONFS_BR_RW && unionfs_path_rdonly(&br->path)) {
-		pr_warn("remount: add: '%*pE' is read-write but its file system is mounted read-only (give =ro)\n",
-			(int)strlen(path), path);
-		goto out_put;
-	}
-	err = -EINVAL;
-	if (br->path.dentry->d_sb->s_type == &unionfs_fs_type ||
-	    br->path.mnt->mnt_sb->s_stack_depth + 1 > sb->s_stack_depth) {
-		pr_warn("remount: add: '%*pE' is a union or too deep a stack\n",
-			(int)strlen(path), path);
-		goto out_put;
-	}
-	for (i = 0; i < w->n; i++) {
-		struct unionfs_branch *o = w->br[i];
-
-		if (o->path.dentry->d_sb == br->path.dentry->d_sb &&
-		    (is_subdir(o->path.dentry, br->path.dentry) ||
-		     is_subdir(br->path.dentry, o->path.dentry))) {
-			pr_warn("remount: add: '%*pE' overlaps branch '%*pE'\n",
-				(int)strlen(path), path, (int)strlen(o->name), o->name);
-			goto out_put;
-		}
-	}
-	br->name = kstrdup(path, GFP_KERNEL);
-	{
-		char *buf = kmalloc(PATH_MAX, GFP_KERNEL), *p;
-
-		if (buf) {
-			p = d_path(&br->path, buf, PATH_MAX);
-			if (!IS_ERR(p)) {
-				kfree(br->name);
-				br->name = kstrdup(p, GFP_KERNEL);
-			}
-			kfree(buf);
-		}
-	}
-	err = -ENOMEM;
-	if (!br->name)
-		goto out_put;
-	err = unionfs_branch_hold(br);
-	if (err) {
-		pr_warn("remount: add: '%*pE': cannot hold a private mount of it (%d)\n",
-			(int)strlen(path), path, err);
-		goto out_put;
-	}
+	br = unionfs_branch_new(sb, path, mode, w->br, w->n, "remount: add:");
+	if (IS_ERR(br))
+		return PTR_ERR(br);
 	br->id = sbi->next_branch_id;	/* committed only on success */
-	br->fsidx = unionfs_pick_fsidx(w, br);
-	atomic_set(&br->open_files, 0);
 	memmove(&w->br[pos + 1], &w->br[pos], (w->n - pos) * sizeof(w->br[0]));
 	memmove(&w->mode[pos + 1], &w->mode[pos],
 		(w->n - pos) * sizeof(w->mode[0]));
 	w->br[pos] = br;
 	w->mode[pos] = mode;
-	br->mode = mode;
 	w->n++;
 	w->added++;
 	sbi->next_branch_id++;
 	return 0;
-out_put:
-	unionfs_branch_put(br);
-	return err;
 }
 
 static int unionfs_cmd_del(struct unionfs_work *w, char *arg)
@@ -340,7 +422,7 @@ static int unionfs_cmd_del(struct unionfs_work *w, char *arg)
 static int unionfs_cmd_mode(struct unionfs_work *w, char *arg)
 {
 	char *eq = strrchr(arg, '=');
-	int i, mode, err;
+	int i, mode;
 
 	if (!eq) {
 		pr_warn("remount: mode: expected mode=/branch=ro|rw, got '%*pE'\n",
@@ -348,9 +430,9 @@ static int unionfs_cmd_mode(struct unionfs_work *w, char *arg)
 		return -EINVAL;
 	}
 	*eq = '\0';
-	err = unionfs_parse_mode(eq + 1, "mode", &mode);
-	if (err)
-		return err;
+	mode = unionfs_parse_mode(eq + 1, "remount: mode");
+	if (mode < 0)
+		return mode;
 	i = unionfs_find_branch(w, arg, "mode");
 	if (i < 0)
 		return i;

@@ -342,15 +342,13 @@ static int unionfs_parse_dirs(struct unionfs_fs_context *ctx)
 		int mode = UNIONFS_BR_RW;
 
 		if (eq) {
-			if (!strcmp(eq + 1, "ro")) {
-				mode = UNIONFS_BR_RO;
-			} else if (!strcmp(eq + 1, "rw")) {
-				mode = UNIONFS_BR_RW;
-			} else {
-				pr_warn("mount: unknown branch mode '%*pE' for branch %d (use =ro or =rw)\n",
-					(int)strlen(eq + 1), eq + 1, i);
+			char what[24];
+
+			snprintf(what, sizeof(what), "mount: branch %d", i);
+			mode = unionfs_parse_mode(eq + 1, what);
+			if (mode < 0) {
 				unionfs_free_specs(ctx);
-				return -EINVAL;
+				return mode;
 			}
 			*eq = '\0';
 		}
@@ -429,120 +427,29 @@ static int unionfs_parse_param(struct fs_context *fc,
 	return 0;
 }
 
-static bool unionfs_overlaps(struct path *a, struct path *b)
-{
-	if (a->dentry->d_sb != b->dentry->d_sb)
-		return false;
-	return is_subdir(a->dentry, b->dentry) ||
-	       is_subdir(b->dentry, a->dentry);
-}
-
-static char *unionfs_canonical_name(struct path *path)
-{
-	char *buf, *p, *name;
-
-	buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	if (!buf)
-		return ERR_PTR(-ENOMEM);
-	p = d_path(path, buf, PATH_MAX);
-	if (IS_ERR(p)) {
-		kfree(buf);
-		return p;
-	}
-	name = kstrdup(p, GFP_KERNEL);
-	kfree(buf);
-	return name ?: ERR_PTR(-ENOMEM);
-}
-
-/* Resolve and validate the branches of @ctx into the table @bt. */
+/* Build the branches of @ctx into the table @bt (unionfs_branch_new). */
 static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 				  struct unionfs_btable *bt,
 				  struct unionfs_fs_context *ctx,
 				  int *stack_depth)
 {
-	int i, j, err;
+	int i;
 
 	*stack_depth = 0;
 	for (i = 0; i < ctx->nspecs; i++) {
 		struct unionfs_branch *br;
-		const char *name = ctx->specs[i].path;
+		char what[24];
 
-		br = kzalloc(sizeof(*br), GFP_KERNEL);
-		if (!br)
-			return -ENOMEM;
-		refcount_set(&br->ref, 1);
-		err = kern_path(name, LOOKUP_FOLLOW, &br->path);
-		if (err) {
-			kfree(br);
-			pr_warn("mount: branch %d '%*pE': lookup failed (%d)\n",
-				i, (int)strlen(name), name, err);
-			return err;
-		}
+		snprintf(what, sizeof(what), "mount: branch %d", i);
+		br = unionfs_branch_new(NULL, ctx->specs[i].path,
+					ctx->specs[i].mode, bt->br, i, what);
+		if (IS_ERR(br))
+			return PTR_ERR(br);	/* kill_sb puts bt->br[0..i-1] */
+		br->id = sbi->next_branch_id++;
 		bt->br[i] = br;
 		bt->nbr = i + 1;
-		if (!d_is_dir(br->path.dentry)) {
-			pr_warn("mount: branch %d '%*pE' is not a directory\n",
-				i, (int)strlen(name), name);
-			return -ENOTDIR;
-		}
-		if (br->path.dentry->d_sb->s_type == &unionfs_fs_type) {
-			pr_warn("mount: branch %d '%*pE' is itself a unionfs (stacking unions is not supported)\n",
-				i, (int)strlen(name), name);
-			return -EINVAL;
-		}
-		if (br->path.dentry->d_flags &
-		    (DCACHE_OP_HASH | DCACHE_OP_COMPARE | DCACHE_NEED_AUTOMOUNT)) {
-			pr_warn("mount: branch %d '%*pE' is on a case-folding or automount filesystem\n",
-				i, (int)strlen(name), name);
-			return -EINVAL;
-		}
-		if (is_idmapped_mnt(br->path.mnt)) {
-			pr_warn("mount: branch %d '%*pE' is an idmapped mount\n",
-				i, (int)strlen(name), name);
-			return -EINVAL;
-		}
-		if (ctx->specs[i].mode == UNIONFS_BR_RW &&
-		    unionfs_path_rdonly(&br->path)) {
-			pr_warn("mount: branch %d '%*pE' is read-write but its file system is mounted read-only (give =ro)\n",
-				i, (int)strlen(name), name);
-			return -EROFS;
-		}
 		*stack_depth = max(*stack_depth,
 				   br->path.mnt->mnt_sb->s_stack_depth);
-		br->mode = ctx->specs[i].mode;
-		br->id = sbi->next_branch_id++;
-		atomic_set(&br->open_files, 0);
-		br->name = unionfs_canonical_name(&br->path);
-		if (IS_ERR(br->name)) {
-			err = PTR_ERR(br->name);
-			br->name = NULL;
-			return err;
-		}
-		br->fsidx = i;
-		for (j = 0; j < i; j++) {
-			struct unionfs_branch *o = bt->br[j];
-
-			if (unionfs_overlaps(&o->path, &br->path)) {
-				pr_warn("mount: branches %d '%*pE' and %d '%*pE' overlap\n",
-					j, (int)strlen(o->name), o->name, i,
-					(int)strlen(br->name), br->name);
-				return -EINVAL;
-			}
-			if (o->path.mnt->mnt_sb == br->path.mnt->mnt_sb &&
-			    o->fsidx < br->fsidx)
-				br->fsidx = o->fsidx;
-		}
-		err = unionfs_branch_hold(br);
-		if (err) {
-			pr_warn("mount: branch %d '%*pE': cannot hold a private mount of it (%d)\n",
-				i, (int)strlen(name), name, err);
-			return err;
-		}
-	}
-	if (*stack_depth + 1 > FILESYSTEM_MAX_STACK_DEPTH) {
-		pr_warn("mount: stack too deep (branch depth %d, max %d)\n",
-			*stack_depth, FILESYSTEM_MAX_STACK_DEPTH - 1);
-		return -EINVAL;
 	}
 	return 0;
 }

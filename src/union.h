@@ -386,6 +386,11 @@ void unionfs_bt_put(struct unionfs_btable *bt);
 struct unionfs_btable *unionfs_bt_alloc(struct super_block *sb, int nbr);
 void unionfs_branch_put(struct unionfs_branch *br);
 int unionfs_branch_hold(struct unionfs_branch *br);
+int unionfs_parse_mode(const char *s, const char *ctx);
+struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
+					  const char *path, int mode,
+					  struct unionfs_branch *const *existing,
+					  int n, const char *ctx);
 void unionfs_prune_inodes(struct super_block *sb);
 bool unionfs_branch_is(struct unionfs_branch *br, const struct path *path);
 int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br);
