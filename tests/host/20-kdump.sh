@@ -20,6 +20,9 @@ echo top > /tmp/k/b0/both; echo bottom > /tmp/k/b1/both
 yes lowerdata | head -c 100000 > /tmp/k/b1/lower
 mount -i -t unionfs -o dirs=/tmp/k/b0:/tmp/k/b1=ro none /tmp/k/m || exit 3
 cat /tmp/k/m/both /tmp/k/m/lower > /dev/null
+# copy-ups write into a nameless O_TMPFILE where the branch has one: make the branch answer
+# EOPNOTSUPP once, so the named temporary (which the crash helper finds by name) is in flight
+echo "tmpfile errno=95 times=1" > /sys/kernel/debug/unionfs/inject || exit 4
 echo copyup_data > /sys/kernel/debug/unionfs/crash_at || exit 4
 echo more >> /tmp/k/m/lower	# open for write: copy-up of "lower" into b0 -> panic
 sleep 60
