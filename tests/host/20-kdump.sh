@@ -1,5 +1,6 @@
 #!/bin/bash
-# Host-side: kdump of a crash injected inside copy-up, opened in crash (~35 s boot + ~15 s crash).
+# Host-side: kdump of a crash injected inside copy-up, opened in crash and drgn (~35 s boot + ~15 s
+# crash + ~10 s drgn).
 # --kdump leaves a vmcore in build/vmcore/<ts>/ after the guest panics at `crash_at
 # copyup_data`; qemu-debug/crash (trixie's crash 8.0.6, make crash) shows the panic, a
 # backtrace through the copy-up code, all tasks, and the union walk names the branches and
@@ -66,6 +67,16 @@ check "crash: fan-out of \"lower\" shows it in b1 only" \
 	grep -qE '^  \[1\] ro /tmp/k/b1 +dentry 0x[0-9a-f]+ "lower" ino' <<< "$co"
 check "crash: in-flight copy-up temporary found in b0" \
 	grep -qE 'in-flight copy-up temporary "\.wh\.\.wh\.unionfs\.[0-9]+" in "b0"' <<< "$co"
+# the same vmcore through drgn (gdb-scripts/unionfs_drgn.py; the live side: 55-drgn.sh)
+dk=$(dirname "$vm")/unionfs.ko
+do=$(timeout 240 drgn -q -c "$vm" -s build/vmlinux -s "$dk" gdb-scripts/unionfs_drgn.py mounts 2>&1)
+is "drgn on the vmcore: mounts exits 0" "$?" 0
+check "drgn: mounts names the union and both branches" bash -c \
+	'grep -qE "^union /tmp/k/m  sb 0x" <<< "$0" && grep -qE "^  \[0\] rw  /tmp/k/b0 " <<< "$0" &&
+	grep -qE "^  \[1\] ro  /tmp/k/b1 " <<< "$0"' "$do"
+do=$(timeout 240 drgn -q -c "$vm" -s build/vmlinux -s "$dk" gdb-scripts/unionfs_drgn.py copyups 2>&1)
+check "drgn: copyups finds the crashed copy-up of \"lower\" (b1 -> b0) and its named temporary" \
+	grep -qE '^pid [0-9]+ [a-z]+: copy-up of "lower" branch 1 -> 0, temporary named \.wh\.\.wh\.unionfs\.[0-9]+, [0-9]+ of 100000 bytes$' <<< "$do"
 if grep -q "gdb request failed" <<< "$co"; then
 	not_ok "crash: no failed gdb requests" "$(grep "gdb request failed" <<< "$co" | head -n 3)"
 else
