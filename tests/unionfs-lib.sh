@@ -52,6 +52,20 @@ names() { ls -A1 "$1" | LC_ALL=C sort; }
 SOAK=${UNIONFS_SOAK:-0}
 SOAK_SECS=${UNIONFS_SOAK_SECS:-360}
 soak_more() { ((SOAK)) && (($(date +%s) - $1 < SOAK_SECS)); }
+# no_hazards MNT DESC: only the union wrote since MNT was mounted, so its direct-modification
+# counters (/sys/fs/unionfs/MAJ:MIN/hazards) are all 0 and no "modified directly" notice was
+# logged since the last dmesg_mark (issue 20, defect 7: the union's own changes are never
+# reported, branch -1 never appears).
+no_hazards() {
+	local f nz
+	f=/sys/fs/unionfs/$(stat -c '%Hd:%Ld' "$1")/hazards
+	if [[ ! -r $f ]]; then
+		not_ok "$2: no hazard counted while only the union wrote" "no $f"
+		return
+	fi
+	nz=$(awk '$2 != 0' "$f")$(dmesg_since_mark | grep -E 'modified directly|branch -1')
+	is "$2: no hazard counted while only the union wrote" "$nz" ""
+}
 # dmesg lines that must never appear (oops, WARN, BUG, KASAN, slab corruption)
 dmesg_bad() { dmesg_since_mark | grep -E '(^|[^A-Za-z_])BUG[: ]|WARNING:|Oops|general protection|KASAN|slab.*corrupt|[Cc]all [Tt]race|still has objects'; }
 # wd SECS CMD...: run CMD with a deadline, its output in $WD_OUT (a file); on expiry append the

@@ -66,6 +66,7 @@ for fs in tmpfs ext4; do
 		soak_more "$start" || break
 	done
 	is "$fs: no copy-up temporaries left" "$(find "$B0" "$B1" -name '.wh..wh.unionfs.*')" ""
+	no_hazards "$M" "$fs"
 	check "$fs: umount" umount "$M"
 	umount_all "$T"; rm -rf "$B0" "$B1" "$R" "$T"/img*
 done

@@ -112,6 +112,7 @@ for fs in ext4 tmpfs; do
 		is "$fs round $round: read-only originals intact" "$(cd "$B1" && sha1sum lower*.0.*)" "$sums"
 		is "$fs round $round: all lower files copied up" "$(ls "$B0" | grep -c '^lower.*\.0\.')" 7
 		is "$fs round $round: no copy-up temporaries" "$(find "$B0" "$B1" -name '.wh..wh.unionfs.*')" ""
+		no_hazards "$M" "$fs round $round"
 		check "$fs round $round: umount" umount "$M"
 		check "$fs round $round: remount" mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro" none "$M" || break
 		# after umount/mount, every block written must still verify

@@ -12,6 +12,8 @@
 #  3. stress-ng --dir --dentry --rename --link --filename --symlink --chmod --utime --fallocate
 #     --hdd (copy-file wants >= 128 MB per instance) with --temp-path in the union,
 #     bounded by --timeout; then the same prediction check.
+#  After 1. and after 3.: no hazard counted (only the union writes). Rounds alternate
+#  coherency=notify and reval.
 # Short: 4 workers x 300 ops, 20 s overlap, 20 s stress-ng; UNIONFS_SOAK=1: rounds for SOAK_SECS.
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
@@ -31,12 +33,15 @@ setup() {
 	# b2 holds names the workers never touch, partly hidden by b1 entries
 	for d in d0 d1 d2 d3; do echo b2 > "$B2/$d/bottom"; done
 	echo b2 > "$B2/d0/L0_0"	# under b1's d0/L0_0 (worker 0's): hidden by it, and by its whiteout
-	mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro:$B2=ro" none "$M"
+	mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro:$B2=ro,coherency=$COH" none "$M"
 }
 
 start=$(date +%s) round=0 total=0
 while :; do
-	check "round $round: mount b0=rw:b1=ro:b2=ro" setup || break
+	# coherency=notify first (where the union's own changes were once taken for direct ones),
+	# then reval, alternating
+	COH=notify; ((round % 2)) && COH=reval
+	check "round $round: mount b0=rw:b1=ro:b2=ro,coherency=$COH" setup || break
 	pids=() seeds=()
 	for ((w = 0; w < NW; w++)); do
 		seeds+=($((SRANDOM % 100000)))
@@ -52,7 +57,8 @@ while :; do
 	out=$($UC expect "$M" "$T"/state*.json); rc=$?
 	if ((rc == 0)); then ok "round $round: union view == merged worker models ($(head -n 1 <<< "$out"))"
 	else not_ok "round $round: union view == merged worker models" "$out"; fi
-	umount "$M" && mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro:$B2=ro" none "$M"
+	no_hazards "$M" "round $round, owned names (coherency=$COH)"
+	umount "$M" && mount -i -t unionfs -o "dirs=$B0=rw:$B1=ro:$B2=ro,coherency=$COH" none "$M"
 	out=$($UC expect "$M" "$T"/state*.json); rc=$?
 	if ((rc == 0)); then ok "round $round: same after umount + mount"
 	else not_ok "round $round: same after umount + mount" "$out"; fi
@@ -96,6 +102,7 @@ while :; do
 	else
 		not_ok "stress-ng installed (make deps)"
 	fi
+	no_hazards "$M" "round $round, overlap + stress-ng (coherency=$COH)"
 	check "round $round: umount" umount "$M"
 	round=$((round + 1))
 	soak_more "$start" || break

@@ -52,4 +52,6 @@ else
 	done
 fi
 is "dmesg clean" "$(dmesg_bad)" ""
+# only the union wrote to the branches while mounted: no direct-modification notice
+is "no union reported a direct modification" "$(dmesg_since_mark | grep -E 'modified directly|branch -1')" ""
 finish
