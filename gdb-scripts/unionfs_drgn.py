@@ -188,6 +188,7 @@ def fanout(what, dot=None, out=print):
         "current" if gen == sbgen else "STALE: sb has %d" % sbgen, int(ud.bstart), int(ud.bend),
         int(ud.bopaque), int(ud.bwh)))
     brs = bt_branches(ud.bt)
+    pud = UD(d.d_parent) if d.d_parent.value_() != d.value_() and d.d_parent.d_fsdata else None
     rows = []
     for i in range(int(ud.nbr)):
         br = brs[i]
@@ -199,14 +200,21 @@ def fanout(what, dot=None, out=print):
             marks.append("shadowed by branch %d" % int(ud.bstart))
         if i == int(ud.bopaque):
             marks.append("opaque")
+        # outside the range the lookup kept: what the branch's dcache has under the name
+        lpar = pud.lower[i] if pud is not None and i < int(pud.nbr) else None
+        wh = lookup_child(lpar, b".wh." + dname(d)) if lpar and not ld else None
+        lc = lookup_child(lpar, dname(d)) if lpar and not ld else None
         if ld:
             li = ld.d_inode
             desc = ("ino %d %s  %s" % (int(li.i_ino), ftype(li), branch_path(ld, br)) if li
                     else "NEGATIVE  %s" % branch_path(ld, br))
-        elif i == int(ud.bwh):
+        elif i == int(ud.bwh) or (wh is not None and wh.d_inode):
             desc = "WHITEOUT .wh.%s" % esc(dname(d))
         elif int(ud.bopaque) >= 0 and i > int(ud.bopaque):
             desc = "hidden (below the opaque branch %d)" % int(ud.bopaque)
+        elif lc is not None and lc.d_inode and 0 <= int(ud.bstart) < i:
+            desc = "ino %d %s  %s" % (int(lc.d_inode.i_ino), ftype(lc.d_inode), branch_path(lc, br))
+            marks.append("shadowed by branch %d" % int(ud.bstart))
         else:
             desc = "-"
         rows.append(("[%d] %s %s" % (i, br_mode(br), br_name(br)), desc, marks))
@@ -231,6 +239,14 @@ def fanout(what, dot=None, out=print):
                          % (k, label, color, k, color))
             fp.write("}\n")
         out("  dot: %s" % dot)
+
+
+def lookup_child(parent, name):
+    """The cached child NAME (bytes) of the dentry PARENT, or None (the dcache only)."""
+    for c in _children(parent):
+        if c.d_name.name.string_() == name:
+            return c
+    return None
 
 
 def _children(d):
