@@ -95,7 +95,7 @@ BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
 INITRD_MODS := pvpanic pvpanic-mmio virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci netfs fscache 9pnet 9pnet_virtio 9p
 
-.PHONY: debug-kernel debug-module check-debug nofault-module pjdfstest
+.PHONY: debug-kernel debug-module check-debug nofault-module pjdfstest module-btf
 .PHONY: all modules deps bench-deps bench kernel initramfs run check soak lint clean vmlinux gdb-helpers crash debug-tools
 all: modules
 
@@ -159,6 +159,18 @@ $(KSTAMP):
 	@rm -f $(BUILD)/dl/linux-image-$(KVER)-unsigned_*.deb
 	@touch $@
 
+# BTF for the module (/sys/kernel/btf/unionfs: bpftrace kfunc probes and bpftool see its types),
+# made as the kernel's Makefile.modfinal would with a vmlinux: pahole, the kernel's own BTF as the
+# base, here from the image's ELF that `kernel` unpacks (its .BTF is the running kernel's, byte
+# for byte the debug vmlinux's). Added to src/unionfs.ko after each build of it (kbuild skips
+# it: the headers package has no vmlinux). A module without BTF still loads.
+module-btf: modules $(KSTAMP)
+	@if ! readelf -S src/unionfs.ko | grep -q ' \.BTF '; then \
+		LLVM_OBJCOPY=objcopy pahole -J --btf_gen_floats -j --lang_exclude=rust \
+			--btf_base $(BUILD)/kernel/boot/vmlinux-pvh-$(KVER) src/unionfs.ko && \
+		echo "module-btf: src/unionfs.ko has BTF ($$(readelf -S -W src/unionfs.ko | \
+			awk '$$2 == ".BTF" { print strtonum("0x" $$6) }') bytes)"; fi
+
 initramfs: $(INITRAMFS)
 $(INITRAMFS): $(KSTAMP) qemu-debug/initramfs-init
 	@rm -rf $(BUILD)/initramfs && mkdir -p $(BUILD)/initramfs/{bin,dev,proc,sys,newroot,lib/modules}
@@ -197,13 +209,13 @@ check-debug: deps debug-kernel debug-module
 	@UNIONFS_KERNEL=debug BOOT_TIMEOUT=$${BOOT_TIMEOUT:-14400} qemu-debug/boot \
 		--append 'slub_debug=FZPU' -- tests/run $(T)
 
-run: deps modules kernel initramfs
+run: deps modules kernel initramfs module-btf
 	qemu-debug/boot -- qemu-debug/demo-setup
 
-check: deps modules kernel initramfs
+check: deps modules kernel initramfs module-btf
 	@tests/check $(T)
 
-soak: deps modules kernel initramfs
+soak: deps modules kernel initramfs module-btf
 	@UNIONFS_SOAK_SECS=$(or $(SOAK_SECS),400) tests/soak
 
 PJD_FS   ?= unionfs,overlay,tmpfs

@@ -66,7 +66,7 @@ for fs in tmpfs ext4; do
 		soak_more "$start" || break
 	done
 	is "$fs: no copy-up temporaries left" "$(find "$B0" "$B1" -name '.wh..wh.unionfs.*')" ""
-	no_hazards "$M" "$fs"
+	# (no no_hazards check here: each case writes its start file into a branch directly)
 	check "$fs: umount" umount "$M"
 	umount_all "$T"; rm -rf "$B0" "$B1" "$R" "$T"/img*
 done
