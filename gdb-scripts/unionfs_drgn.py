@@ -361,5 +361,7 @@ def main(argv):
         raise SystemExit(usage)
 
 
-if __name__ == "__main__" and "prog" in globals():
+# run as `drgn ... unionfs_drgn.py CMD` (not when exec'd as a library by another script)
+if __name__ == "__main__" and "prog" in globals() and \
+        sys.argv and sys.argv[0].endswith("unionfs_drgn.py"):
     main(sys.argv[1:])
