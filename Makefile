@@ -168,8 +168,8 @@ module-btf: modules $(KSTAMP)
 	@if ! readelf -S src/unionfs.ko | grep -q ' \.BTF '; then \
 		LLVM_OBJCOPY=objcopy pahole -J --btf_gen_floats -j --lang_exclude=rust \
 			--btf_base $(BUILD)/kernel/boot/vmlinux-pvh-$(KVER) src/unionfs.ko && \
-		echo "module-btf: src/unionfs.ko has BTF ($$(readelf -S -W src/unionfs.ko | \
-			awk '$$2 == ".BTF" { print strtonum("0x" $$6) }') bytes)"; fi
+		echo "module-btf: src/unionfs.ko has BTF ($$((0x$$(readelf -S -W src/unionfs.ko | \
+			awk '$$2 == ".BTF" { print $$6 }'))) bytes)"; fi
 
 initramfs: $(INITRAMFS)
 $(INITRAMFS): $(KSTAMP) qemu-debug/initramfs-init
