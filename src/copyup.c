@@ -96,7 +96,7 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 		}
 		if (skip_holes)
 			chunk = min(chunk, data_end - pos);
-		err = UNIONFS_FAULT("copyup_data");
+		err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_DATA);
 		if (err)
 			return err;
 		in_pos = pos;
@@ -403,7 +403,7 @@ static int unionfs_copyup_prepare(struct unionfs_copyup_ctx *c)
 	if (err)
 		return err;
 	c->write = true;
-	err = UNIONFS_FAULT("copyup_create");
+	err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_CREATE);
 	if (err)
 		return err;
 	if (S_ISREG(c->st.mode)) {
@@ -531,7 +531,7 @@ out:
  */
 static int unionfs_copyup_meta(struct unionfs_copyup_ctx *c)
 {
-	int err = UNIONFS_FAULT("copyup_attr");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_ATTR);
 
 	if (!err && c->opaque && S_ISDIR(c->st.mode))
 		err = unionfs_make_opaque(c->bt, c->t, c->tmp, NULL, "copyup");
@@ -583,7 +583,7 @@ static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
 				     c->name->len);
 	if (IS_ERR(target))
 		return PTR_ERR(target);
-	err = UNIONFS_FAULT("copyup_rename");
+	err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_RENAME);
 	if (!err)
 		err = unionfs_copyup_valid(c->dentry, c->spath.dentry, c->b);
 	if (!err && d_really_is_positive(target))

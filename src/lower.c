@@ -69,7 +69,7 @@ struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,
 				 int len)
 {
 	struct dentry *d;
-	int err = UNIONFS_FAULT("lookup");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_LOOKUP);
 
 	if (err)
 		return ERR_PTR(err);
@@ -96,7 +96,7 @@ struct dentry *unionfs_lock_lookup(struct unionfs_btable *bt, int bindex,
 int unionfs_do_create(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		      struct dentry *d, umode_t mode)
 {
-	int err = UNIONFS_FAULT("create");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_CREATE);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_create(&init_user_ns, dir, d, mode, true));
@@ -106,7 +106,7 @@ int unionfs_do_create(struct unionfs_btable *bt, int bindex, struct inode *dir,
 int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d, umode_t mode)
 {
-	int err = UNIONFS_FAULT("mkdir");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_MKDIR);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_mkdir(&init_user_ns, dir, d, mode));
@@ -118,7 +118,7 @@ int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d, umode_t mode, dev_t dev)
 {
-	int err = UNIONFS_FAULT("mknod");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_MKNOD);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_mknod(&init_user_ns, dir, d, mode, dev));
@@ -128,7 +128,7 @@ int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
 int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		       struct dentry *d, const char *target)
 {
-	int err = UNIONFS_FAULT("symlink");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_SYMLINK);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_symlink(&init_user_ns, dir, d, target));
@@ -138,7 +138,7 @@ int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
 		    struct inode *dir, struct dentry *d)
 {
-	int err = UNIONFS_FAULT("link");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_LINK);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_link(old, &init_user_ns, dir, d, NULL));
@@ -148,7 +148,7 @@ int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
 int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		      struct dentry *d)
 {
-	int err = UNIONFS_FAULT("unlink");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_UNLINK);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_unlink(&init_user_ns, dir, d, NULL));
@@ -158,7 +158,7 @@ int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 int unionfs_do_rmdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		     struct dentry *d)
 {
-	int err = UNIONFS_FAULT("rmdir");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_RMDIR);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_rmdir(&init_user_ns, dir, d));
@@ -179,7 +179,7 @@ int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
 		.new_dentry	= new,
 		.flags		= flags,
 	};
-	int err = UNIONFS_FAULT("rename");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_RENAME);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_rename(&rd));
@@ -190,7 +190,7 @@ int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
 int unionfs_do_setattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 		       struct iattr *attr)
 {
-	int err = UNIONFS_FAULT("setattr");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_SETATTR);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, notify_change(&init_user_ns, d, attr, NULL));
@@ -201,7 +201,7 @@ int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 			const char *name, const void *value, size_t size,
 			int flags)
 {
-	int err = UNIONFS_FAULT("setxattr");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_SETXATTR);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_setxattr(&init_user_ns, d, name,
@@ -212,7 +212,7 @@ int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
 			   struct dentry *d, const char *name)
 {
-	int err = UNIONFS_FAULT("removexattr");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_REMOVEXATTR);
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_removexattr(&init_user_ns, d, name));
@@ -225,7 +225,7 @@ struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 {
 	struct path path = { .mnt = unionfs_mnt(bt, bindex), .dentry = d };
 	struct file *f;
-	int err = UNIONFS_FAULT("open");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_OPEN);
 
 	if (err)
 		return ERR_PTR(unionfs_trace_op(bt->sb, "open", bindex, d, err));
@@ -275,7 +275,7 @@ struct file *unionfs_do_tmpfile_open(struct unionfs_btable *bt, int bindex,
 	struct path path = { .mnt = unionfs_mnt(bt, bindex), .dentry = dir };
 	struct unionfs_actor act;
 	struct file *f;
-	int err = UNIONFS_FAULT("tmpfile");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_TMPFILE);
 
 	if (err)
 		return ERR_PTR(unionfs_trace_op(bt->sb, "tmpfile", bindex, dir,

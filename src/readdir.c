@@ -229,7 +229,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 		/* whiteout knowledge (lookup.c): only from an old enough ctime */
 		stamp = unionfs_ctime_recent(ldir) ? 0 :
 			unionfs_nowh_stamp(ldir, true);
-		err = UNIONFS_FAULT("readdir");
+		err = UNIONFS_FAULT(UNIONFS_FSITE_READDIR);
 		f = err ? ERR_PTR(err) :
 		    unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
 				    current_cred());
@@ -391,7 +391,7 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 			.dot = file_inode(file)->i_ino,
 			.dotdot = parent_ino(dentry),
 		};
-		int err = UNIONFS_FAULT("readdir");
+		int err = UNIONFS_FAULT(UNIONFS_FSITE_READDIR);
 
 		if (err)
 			return err;

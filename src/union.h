@@ -575,12 +575,42 @@ int unionfs_sysfs_init(void);
 void unionfs_sysfs_exit(void);
 int unionfs_sysfs_mount(struct super_block *sb);
 void unionfs_sysfs_umount(struct super_block *sb);
+/*
+ * Fault injection sites (debugfs inject/crash_at take their names, from
+ * unionfs_fault_names[] in debugfs.c, indexed by this enum). A site is
+ * named in code by its enum constant, so a misspelt site does not build.
+ */
+enum unionfs_fault_site_id {
+	UNIONFS_FSITE_LOOKUP,
+	UNIONFS_FSITE_READDIR,
+	UNIONFS_FSITE_OPEN,
+	UNIONFS_FSITE_CREATE,
+	UNIONFS_FSITE_MKDIR,
+	UNIONFS_FSITE_MKNOD,
+	UNIONFS_FSITE_SYMLINK,
+	UNIONFS_FSITE_LINK,
+	UNIONFS_FSITE_UNLINK,
+	UNIONFS_FSITE_RMDIR,
+	UNIONFS_FSITE_RENAME,
+	UNIONFS_FSITE_SETATTR,
+	UNIONFS_FSITE_SETXATTR,
+	UNIONFS_FSITE_REMOVEXATTR,
+	UNIONFS_FSITE_COPYUP_CREATE,
+	UNIONFS_FSITE_COPYUP_DATA,
+	UNIONFS_FSITE_COPYUP_ATTR,
+	UNIONFS_FSITE_COPYUP_RENAME,
+	UNIONFS_FSITE_WHITEOUT,
+	UNIONFS_FSITE_OPAQUE,
+	UNIONFS_FSITE_TMPFILE,
+	UNIONFS_FSITE_NR
+};
+
 #ifdef UNIONFS_FAULT_INJECTION
 /* make FAULT_INJECTION=1 (the test build): debugfs inject and crash_at */
-int unionfs_fault_slow(const char *site);
+int unionfs_fault_slow(enum unionfs_fault_site_id site);
 DECLARE_STATIC_KEY_FALSE(unionfs_fault_key);
 /* 0, or the negative errno armed for @site in debugfs */
-static inline int unionfs_fault(const char *site)
+static inline int unionfs_fault(enum unionfs_fault_site_id site)
 {
 	if (static_branch_unlikely(&unionfs_fault_key))
 		return unionfs_fault_slow(site);
@@ -589,8 +619,11 @@ static inline int unionfs_fault(const char *site)
 
 #define UNIONFS_FAULT(site) unionfs_fault(site)
 #else
-/* the module a user installs: no fault sites at all */
-#define UNIONFS_FAULT(site) 0
+/*
+ * The module a user installs: no fault sites at all. The constant 0, and
+ * still a build error for anything but a site constant.
+ */
+#define UNIONFS_FAULT(site) BUILD_BUG_ON_ZERO((site) >= UNIONFS_FSITE_NR)
 #endif
 
 #endif /* _UNIONFS_UNION_H */

@@ -85,7 +85,7 @@ int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 	err = PTR_ERR_OR_ZERO(wh);
 	if (!err) {
 		if (d_really_is_negative(wh)) {
-			err = UNIONFS_FAULT("whiteout");
+			err = UNIONFS_FAULT(UNIONFS_FSITE_WHITEOUT);
 			if (!err)
 				err = unionfs_do_create(bt, bindex,
 							d_inode(lparent), wh,
@@ -177,7 +177,7 @@ int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 	err = PTR_ERR_OR_ZERO(d);
 	if (!err) {
 		if (d_really_is_negative(d)) {
-			err = UNIONFS_FAULT("opaque");
+			err = UNIONFS_FAULT(UNIONFS_FSITE_OPAQUE);
 			if (!err)
 				err = unionfs_do_create(bt, bindex,
 							d_inode(ldir), d,

@@ -25,6 +25,11 @@ for bad in "nosuchsite errno=5" "lookup" "lookup errno=0" "lookup errno=5000" \
 	check_fail "inject rejects '$bad' (EINVAL)" EINVAL bash -c "echo '$bad' > $INJ"
 done
 dmesg_mark
+check_fail "inject rejects a misspelt site name (EINVAL)" EINVAL bash -c "echo 'lookups errno=5' > $INJ"
+is "inject: one warning line naming the unknown site" \
+	"$(dmesg_since_mark | grep -c "unionfs: debugfs inject: unknown site 'lookups'$")" 1
+is "inject: the misspelt name armed nothing" "$(awk '!/^#/ && $2 != 0' $INJ)" ""
+dmesg_mark
 check_fail "crash_at rejects an unknown site (EINVAL)" EINVAL bash -c "echo nosuchsite > $CRASH"
 is "crash_at: one warning line naming the unknown site" \
 	"$(dmesg_since_mark | grep -c "unionfs: debugfs crash_at: unknown site 'nosuchsite'$")" 1
