@@ -83,6 +83,16 @@ static const char *const unionfs_fault_names[] = {
 	[UNIONFS_FSITE_WHITEOUT]	= "whiteout",
 	[UNIONFS_FSITE_OPAQUE]		= "opaque",
 	[UNIONFS_FSITE_TMPFILE]		= "tmpfile",
+	[UNIONFS_FSITE_LOOKUP_LOCKED]	= "lookup_locked",
+	[UNIONFS_FSITE_GETATTR]		= "getattr",
+	[UNIONFS_FSITE_GET_LINK]	= "get_link",
+	[UNIONFS_FSITE_GETXATTR]	= "getxattr",
+	[UNIONFS_FSITE_LISTXATTR]	= "listxattr",
+	[UNIONFS_FSITE_READ]		= "read",
+	[UNIONFS_FSITE_WRITE]		= "write",
+	[UNIONFS_FSITE_FSYNC]		= "fsync",
+	[UNIONFS_FSITE_FALLOCATE]	= "fallocate",
+	[UNIONFS_FSITE_STATFS]		= "statfs",
 };
 
 /*

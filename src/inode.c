@@ -591,7 +591,8 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 	if (!lpath.dentry)
 		return -ESTALE;
 	lpath.mnt = unionfs_mnt(unionfs_dbt(dentry), b);
-	err = vfs_getattr(&lpath, stat, request_mask, flags);
+	err = unionfs_do_getattr(dentry->d_sb, b, &lpath, stat, request_mask,
+				 flags);
 	if (!err && d_really_is_positive(lpath.dentry))
 		unionfs_copy_attr(inode, d_inode(lpath.dentry));
 	/*
@@ -677,7 +678,7 @@ static const char *unionfs_get_link(struct dentry *dentry, struct inode *inode,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return ERR_PTR(-ESTALE);
-	p = vfs_get_link(ld, done);
+	p = unionfs_do_get_link(dentry->d_sb, b, ld, done);
 	dput(ld);
 	return p;
 }
@@ -1197,7 +1198,7 @@ static int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	err = vfs_fileattr_get(ld, fa);
+	err = unionfs_do_fileattr_get(dentry->d_sb, b, ld, fa);
 	dput(ld);
 	return err;
 }

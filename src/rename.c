@@ -159,8 +159,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	err = -EINVAL;
 	if (trap == lold)
 		goto out_unlock;
-	cur_old = lookup_one_len(old_dentry->d_name.name, lold_parent,
-				 old_dentry->d_name.len);
+	cur_old = unionfs_do_lookup_locked(bt, t, lold_parent,
+					   old_dentry->d_name.name,
+					   old_dentry->d_name.len);
 	if (IS_ERR(cur_old)) {
 		err = PTR_ERR(cur_old);
 		cur_old = NULL;
@@ -169,8 +170,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	err = -ESTALE;
 	if (cur_old != lold)
 		goto out_unlock;
-	lnew = lookup_one_len(new_dentry->d_name.name, lnew_parent,
-			      new_dentry->d_name.len);
+	lnew = unionfs_do_lookup_locked(bt, t, lnew_parent,
+					new_dentry->d_name.name,
+					new_dentry->d_name.len);
 	if (IS_ERR(lnew)) {
 		err = PTR_ERR(lnew);
 		lnew = NULL;
@@ -206,8 +208,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		stashed = true;
 		/* the name is negative now */
 		dput(lnew);
-		lnew = lookup_one_len(new_dentry->d_name.name, lnew_parent,
-				      new_dentry->d_name.len);
+		lnew = unionfs_do_lookup_locked(bt, t, lnew_parent,
+						new_dentry->d_name.name,
+						new_dentry->d_name.len);
 		if (IS_ERR(lnew)) {
 			err = PTR_ERR(lnew);
 			lnew = NULL;
@@ -224,9 +227,11 @@ static int unionfs_rename_locked(struct inode *old_dir,
 out_revert:
 	/* put the replaced directory back under its name (a few tries) */
 	for (tries = 0; err && stashed && tries < 5; tries++) {
-		struct dentry *back = lookup_one_len(new_dentry->d_name.name,
-						     lnew_parent,
-						     new_dentry->d_name.len);
+		struct dentry *back;
+
+		back = unionfs_do_lookup_undo(bt, t, lnew_parent,
+					      new_dentry->d_name.name,
+					      new_dentry->d_name.len);
 
 		if (IS_ERR(back))
 			continue;
