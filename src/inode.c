@@ -1051,7 +1051,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	struct dentry *parent = dentry->d_parent;
 	struct inode *inode = d_inode(dentry);
 	struct dentry *ld, *lparent, *cur;
-	const struct cred *old;
+	const struct cred *old = NULL;
 	bool need_wh, made_wh = false, checked = false, has_wh = false;
 	bool stashed = false;
 	int b, bend, t, err;
@@ -1098,6 +1098,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		old = unionfs_override_creds(sb);
 		err = unionfs_scan_whiteouts(bt, b, ld, !checked, &has_wh);
 		revert_creds(old);
+		old = NULL;	/* the lookup below is the caller's */
 		if (err)
 			goto out_drop;
 	}
@@ -1116,7 +1117,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		err = unionfs_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					      why);
 		if (err)
-			goto out_revert;
+			goto out_unlock;
 		made_wh = true;
 	}
 	if (has_wh) {
@@ -1131,16 +1132,13 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					       "revert");
-out_revert:
-	revert_creds(old);
 out_unlock:
 	inode_unlock(d_inode(lparent));
 	dput(cur);
-	if (stashed) {
-		old = unionfs_override_creds(sb);
+	if (stashed)	/* still as the mounter (overridden above) */
 		unionfs_dispose(bt, b, lparent, ld);
+	if (old)
 		revert_creds(old);
-	}
 out_drop:
 	unionfs_drop_write(bt, b);
 out_dput:

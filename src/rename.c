@@ -78,7 +78,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	struct dentry *ltarget = NULL;
 	bool isdir = d_is_dir(old_dentry), need_wh, made_wh = false;
 	bool made_opaque = false, stash = false, stashed = false;
-	const struct cred *cred;
+	const struct cred *cred = NULL;
 	int ostart, oend, limit, t, err, has_wh, tries;
 
 	if (d_really_is_positive(new_dentry) && d_is_dir(new_dentry)) {
@@ -152,6 +152,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		}
 	}
 	revert_creds(cred);
+	cred = NULL;	/* the lookups below are the caller's */
 	if (err)
 		goto out_revert_opaque;
 
@@ -218,6 +219,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		}
 	}
 	revert_creds(cred);
+	/* the rename itself is the caller's (permission in the branch) */
 	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
 				d_inode(lnew_parent), lnew, flags);
 	cred = unionfs_override_creds(sb);
@@ -249,9 +251,22 @@ out_revert:
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, t, lold_parent,
 					       &old_dentry->d_name, "revert");
-	revert_creds(cred);
 out_unlock:
 	unlock_rename(lold_parent, lnew_parent);
+	/* the union's own clean-up: as the mounter, overriding at most once */
+	if (!err && stashed) {
+		if (!cred)
+			cred = unionfs_override_creds(sb);
+		unionfs_dispose(bt, t, lnew_parent, ltarget);
+	}
+out_revert_opaque:
+	if (err && made_opaque) {
+		if (!cred)
+			cred = unionfs_override_creds(sb);
+		unionfs_remove_opaque(bt, t, lold);
+	}
+	if (cred)
+		revert_creds(cred);
 	if (!err) {
 		unionfs_dentry_narrow(old_dentry, t, lold, isdir);
 		if (isdir) {
@@ -262,17 +277,6 @@ out_unlock:
 		unionfs_dir_changed(old_dir);
 		if (new_dir != old_dir)
 			unionfs_dir_changed(new_dir);
-		if (stashed) {
-			cred = unionfs_override_creds(sb);
-			unionfs_dispose(bt, t, lnew_parent, ltarget);
-			revert_creds(cred);
-		}
-	}
-out_revert_opaque:
-	if (err && made_opaque) {
-		cred = unionfs_override_creds(sb);
-		unionfs_remove_opaque(bt, t, lold);
-		revert_creds(cred);
 	}
 	unionfs_drop_write(bt, t);
 out_dput:

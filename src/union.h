@@ -24,11 +24,36 @@
  *   5. branch directory i_rwsem (I_MUTEX_PARENT; lock_rename for two),
  *      then the branch object's.
  *   6. spinlocks: a dentry info's lock, inode->i_lock, d_lock.
- * Credentials: objects the union makes for itself in a branch (copy-up
- * temporaries, whiteouts, opaque markers, directory cleaning) are made
- * with the mounter's credentials (unionfs_override_creds); what the caller
- * asked for is checked against the caller's first (VFS permission on the
- * union inode, which mirrors the branch's owner, mode and ACLs).
+ *
+ * Credentials (docs/security.md, "With which credentials each branch
+ * operation runs"). The VFS checks the caller against the union inode
+ * first (unionfs_permission: the caller's credentials; the top branch
+ * inode's own ->permission with the mounter's). Then:
+ *   - the caller's credentials, as they come: what the caller asked for,
+ *     so that the branch fs checks it again and applies its own rules
+ *     (owner and default ACL of new objects, setgid, sticky directories,
+ *     quotas): open of a user's file, create, mkdir, mknod, symlink,
+ *     link, O_TMPFILE, the branch rename of a rename, setattr, setxattr,
+ *     removexattr, the reads of an open file; and the lookups of a name
+ *     under its locked branch parent just before such a change
+ *     (unionfs_lock_lookup, unionfs_do_lookup_locked in rename and
+ *     unlink/rmdir);
+ *   - the mounter's (unionfs_override_creds(), taken at mount): what the
+ *     union does for itself, which the caller may have no right to in the
+ *     branch and was checked for already: lookups of a union name in the
+ *     branches, merged readdir and emptiness checks, copy-up (temporary,
+ *     data, owner, xattrs, times, rename into place) and recreated
+ *     parents, whiteouts, opaque markers, stashing and disposing of
+ *     removed directories, ->get_acl, and the unlink/rmdir of
+ *     unionfs_remove_locked.
+ * The lower.c wrappers never switch credentials themselves: they run with
+ * the ones they are called with. An operation overrides at most once for
+ * each run of mounter work between two calls made as the caller (one
+ * override if it has none: lookup, readdir, copy-up), and its undo and
+ * clean-up (revert, dispose) stay in the last run, overridden lazily if
+ * no run is open (rename: before lock_rename, around the whiteout and the
+ * stash, after the branch rename; unlink/rmdir: the emptiness check,
+ * then the rest). Whoever overrides reverts in the same function.
  */
 #ifndef _UNIONFS_UNION_H
 #define _UNIONFS_UNION_H
