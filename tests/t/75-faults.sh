@@ -52,10 +52,11 @@ is "all sites disarmed after 'clear all'" "$(awk '!/^#/ && $2 != 0' $INJ)" ""
 sites=$(awk '!/^#/ { print $1 }' $INJ | sort | tr '\n' ' ')
 
 # --- fixtures --------------------------------------------------------------------------------
-# b0 (rw): f0 (file), d0 (empty dir), xf (file with user.k)
+# b0 (rw): f0 (file), sl (symlink to f0), d0 (empty dir), xf (file with user.k, user.g)
 # b1 (ro): both (also in b0, different data), lo* (lower-only files), ldir (lower-only dir),
 #          rd/ (dir with entries, never listed before its test)
 echo upper > "$B0/f0"; ln -s f0 "$B0/sl"; mkdir "$B0/d0"; echo x > "$B0/xf"; setfattr -n user.k -v v "$B0/xf"
+setfattr -n user.g -v g "$B0/xf"	# for getxattr (removexattr's retry removes user.k)
 echo top > "$B0/both"; echo bottom > "$B1/both"
 for n in lk op cc cd ca cr wh; do
 	yes "lower-$n" | head -c 320000 > "$B1/lo$n"	# 320 KB: data to copy
@@ -118,7 +119,7 @@ OP[tmpfile]="python3 -c 'import os; os.close(os.open(\"$M\", os.O_TMPFILE | os.O
 # the calls on branch objects that are not namespace changes (lower.c wrappers)
 PY="python3 -c 'import os; fd = os.open(\"$M/f0\", os.O_RDWR | os.O_APPEND)"
 OP+=([lookup_locked]="touch $M/newf" [getattr]="stat $M/f0" [get_link]="readlink -v $M/sl"
-	[getxattr]="getfattr -n user.k $M/xf" [listxattr]="getfattr -d $M/xf" [read]="cat $M/f0"
+	[getxattr]="getfattr -n user.g $M/xf" [listxattr]="getfattr -d $M/xf" [read]="cat $M/f0"
 	[write]="$PY; os.write(fd, b\"x\")'" [fsync]="$PY; os.fsync(fd)'"
 	[fallocate]="fallocate -n -l 65536 $M/f0" [statfs]="stat -f $M")
 declare -A UNDO=(
