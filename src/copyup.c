@@ -59,8 +59,8 @@ int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex)
 	return -EROFS;
 }
 
-static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
-			     loff_t *copied)
+static int unionfs_copy_data(struct super_block *sb, struct file *in,
+			     struct file *out, loff_t size, loff_t *copied)
 {
 	bool skip_holes = in->f_mode & FMODE_LSEEK;
 	loff_t pos = 0, data_end = 0;
@@ -79,7 +79,8 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 		 * tmpfs file's page cache to its end every time: quadratic).
 		 */
 		if (skip_holes && pos >= data_end) {
-			loff_t data = vfs_llseek(in, pos, SEEK_DATA);
+			loff_t data = unionfs_do_llseek(sb, in, pos,
+							SEEK_DATA);
 
 			if (data == -ENXIO)
 				break;		/* only a hole is left */
@@ -89,21 +90,22 @@ static int unionfs_copy_data(struct file *in, struct file *out, loff_t size,
 				pos = min(data, size);
 				continue;
 			} else {
-				loff_t hole = vfs_llseek(in, pos, SEEK_HOLE);
+				loff_t hole = unionfs_do_llseek(sb, in, pos,
+								SEEK_HOLE);
 
 				data_end = hole > pos ? hole : size;
 			}
 		}
 		if (skip_holes)
 			chunk = min(chunk, data_end - pos);
-		err = UNIONFS_FAULT("copyup_data");
+		err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_DATA);
 		if (err)
 			return err;
 		in_pos = pos;
 		out_pos = pos;
 		file_start_write(out);
-		bytes = do_splice_direct(in, &in_pos, out, &out_pos, chunk,
-					 SPLICE_F_MOVE);
+		bytes = unionfs_do_splice(sb, in, &in_pos, out, &out_pos,
+					  chunk, SPLICE_F_MOVE);
 		file_end_write(out);
 		if (bytes < 0)
 			return bytes;
@@ -124,20 +126,20 @@ static bool unionfs_must_copy_xattr(const char *name)
 			XATTR_SECURITY_PREFIX_LEN);
 }
 
-static int unionfs_copy_xattrs(struct unionfs_btable *bt, int t,
+static int unionfs_copy_xattrs(struct unionfs_btable *bt, int b, int t,
 			       struct dentry *src, struct dentry *dst)
 {
 	ssize_t list_size, size;
 	char *list, *name, *value = NULL;
 	int err = 0;
 
-	list_size = vfs_listxattr(src, NULL, 0);
+	list_size = unionfs_do_listxattr(bt->sb, b, src, NULL, 0);
 	if (list_size <= 0)
 		return list_size == -EOPNOTSUPP ? 0 : list_size;
 	list = kvzalloc(list_size, GFP_KERNEL);
 	if (!list)
 		return -ENOMEM;
-	list_size = vfs_listxattr(src, list, list_size);
+	list_size = unionfs_do_listxattr(bt->sb, b, src, list, list_size);
 	if (list_size < 0) {
 		err = list_size;
 		goto out;
@@ -151,7 +153,7 @@ static int unionfs_copy_xattrs(struct unionfs_btable *bt, int t,
 			err = 0;
 			continue;	/* the LSM discards it */
 		}
-		size = vfs_getxattr(&init_user_ns, src, name, NULL, 0);
+		size = unionfs_do_getxattr(bt->sb, b, src, name, NULL, 0);
 		if (size < 0) {
 			err = size;
 			break;
@@ -162,7 +164,7 @@ static int unionfs_copy_xattrs(struct unionfs_btable *bt, int t,
 			err = -ENOMEM;
 			break;
 		}
-		size = vfs_getxattr(&init_user_ns, src, name, value, size);
+		size = unionfs_do_getxattr(bt->sb, b, src, name, value, size);
 		if (size < 0) {
 			err = size;
 			break;
@@ -316,7 +318,7 @@ static void unionfs_remove_tmp(struct unionfs_copyup_ctx *c)
 
 		/* the opaque marker a copied directory may have got */
 		inode_lock_nested(d_inode(tmp), I_MUTEX_CHILD);
-		op = lookup_one_len(name, tmp, len);
+		op = unionfs_do_lookup_undo(bt, t, tmp, name, len);
 		if (!IS_ERR(op)) {
 			if (d_really_is_positive(op))
 				unionfs_do_unlink(bt, t, d_inode(tmp), op);
@@ -340,12 +342,14 @@ static void unionfs_remove_tmp(struct unionfs_copyup_ctx *c)
  * progress updated the times before it started copying data)? Updates @st
  * to what it is now.
  */
-static bool unionfs_src_changed(const struct path *spath, struct kstat *st)
+static bool unionfs_src_changed(struct super_block *sb, int b,
+				const struct path *spath, struct kstat *st)
 {
 	struct kstat now;
 	bool changed;
 
-	if (vfs_getattr(spath, &now, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT))
+	if (unionfs_do_getattr(sb, b, spath, &now, STATX_BASIC_STATS,
+			       AT_STATX_SYNC_AS_STAT))
 		return true;
 	changed = atomic_read(&d_inode(spath->dentry)->i_writecount) > 0 ||
 		  now.size != st->size ||
@@ -392,18 +396,19 @@ static int unionfs_copyup_prepare(struct unionfs_copyup_ctx *c)
 	struct dentry *tmp;
 	int err, tmplen;
 
-	err = vfs_getattr(&c->spath, &c->st, STATX_BASIC_STATS,
-			  AT_STATX_SYNC_AS_STAT);
+	err = unionfs_do_getattr(bt->sb, c->b, &c->spath, &c->st,
+				 STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
 	if (!err)	/* the parent's times are restored afterwards */
-		err = vfs_getattr(&ppath, &c->pst, STATX_BASIC_STATS,
-				  AT_STATX_SYNC_AS_STAT);
+		err = unionfs_do_getattr(bt->sb, c->t, &ppath, &c->pst,
+					 STATX_BASIC_STATS,
+					 AT_STATX_SYNC_AS_STAT);
 	if (err)
 		return err;
 	err = unionfs_want_write(bt, c->t);
 	if (err)
 		return err;
 	c->write = true;
-	err = UNIONFS_FAULT("copyup_create");
+	err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_CREATE);
 	if (err)
 		return err;
 	if (S_ISREG(c->st.mode)) {
@@ -430,7 +435,8 @@ static int unionfs_copyup_prepare(struct unionfs_copyup_ctx *c)
 		break;
 	case S_IFLNK: {
 		DEFINE_DELAYED_CALL(done);
-		const char *link = vfs_get_link(c->spath.dentry, &done);
+		const char *link = unionfs_do_get_link(bt->sb, c->b,
+						       c->spath.dentry, &done);
 
 		err = PTR_ERR_OR_ZERO(link);
 		if (!err)
@@ -496,11 +502,11 @@ static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 			goto out;
 		}
 		c->copied = 0;
-		err = unionfs_copy_data(in, out, size, &c->copied);
+		err = unionfs_copy_data(c->bt->sb, in, out, size, &c->copied);
 		fput(in);
 		fput(out);
 		if ((err && err != -EIO) ||
-		    !unionfs_src_changed(&c->spath, &c->st))
+		    !unionfs_src_changed(bt->sb, c->b, &c->spath, &c->st))
 			goto out;
 		unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, c->b,
 			       c->name->name,
@@ -531,14 +537,15 @@ out:
  */
 static int unionfs_copyup_meta(struct unionfs_copyup_ctx *c)
 {
-	int err = UNIONFS_FAULT("copyup_attr");
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_ATTR);
 
 	if (!err && c->opaque && S_ISDIR(c->st.mode))
 		err = unionfs_make_opaque(c->bt, c->t, c->tmp, NULL, "copyup");
 	if (!err)
 		err = unionfs_copy_owner(c->bt, c->t, c->tmp, &c->st);
 	if (!err)
-		err = unionfs_copy_xattrs(c->bt, c->t, c->spath.dentry, c->tmp);
+		err = unionfs_copy_xattrs(c->bt, c->b, c->t, c->spath.dentry,
+					  c->tmp);
 	if (!err)
 		err = unionfs_copy_attrs(c->bt, c->t, c->tmp, &c->st);
 	return err;
@@ -583,7 +590,7 @@ static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
 				     c->name->len);
 	if (IS_ERR(target))
 		return PTR_ERR(target);
-	err = UNIONFS_FAULT("copyup_rename");
+	err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_RENAME);
 	if (!err)
 		err = unionfs_copyup_valid(c->dentry, c->spath.dentry, c->b);
 	if (!err && d_really_is_positive(target))

@@ -243,9 +243,10 @@ static ssize_t unionfs_read_iter(struct kiocb *iocb, struct iov_iter *iter)
 		return PTR_ERR(lower);
 	ret = unionfs_sync_flags(file, lower);
 	if (!ret) {
-		ret = vfs_iter_read(lower, iter, &iocb->ki_pos,
-				    unionfs_iocb_to_rwf(iocb->ki_flags &
-							~IOCB_APPEND));
+		ret = unionfs_do_read_iter(file_inode(file)->i_sb, lower, iter,
+					   &iocb->ki_pos,
+					   unionfs_iocb_to_rwf(iocb->ki_flags &
+							       ~IOCB_APPEND));
 		fsstack_copy_attr_atime(file_inode(file), file_inode(lower));
 	}
 	fput(lower);
@@ -278,8 +279,9 @@ static ssize_t unionfs_write_iter(struct kiocb *iocb, struct iov_iter *iter)
 	if (!ret) {
 		/* O_APPEND, RWF_APPEND: the branch file writes at its end */
 		file_start_write(lower);
-		ret = vfs_iter_write(lower, iter, &iocb->ki_pos,
-				     unionfs_iocb_to_rwf(iocb->ki_flags));
+		ret = unionfs_do_write_iter(inode->i_sb, lower, iter,
+					    &iocb->ki_pos,
+					    unionfs_iocb_to_rwf(iocb->ki_flags));
 		file_end_write(lower);
 	}
 	unionfs_copy_attr(inode, file_inode(lower));
@@ -327,7 +329,7 @@ static loff_t unionfs_llseek(struct file *file, loff_t offset, int whence)
 		return PTR_ERR(lower);
 	inode_lock(inode);
 	lower->f_pos = file->f_pos;
-	ret = vfs_llseek(lower, offset, whence);
+	ret = unionfs_do_llseek(inode->i_sb, lower, offset, whence);
 	file->f_pos = lower->f_pos;
 	inode_unlock(inode);
 	fput(lower);
@@ -349,7 +351,8 @@ static int unionfs_fsync(struct file *file, loff_t start, loff_t end,
 	writable = fi->lower == lower && unionfs_br_writable(fi->br);
 	spin_unlock(&fi->lock);
 	if (writable)
-		ret = vfs_fsync_range(lower, start, end, datasync);
+		ret = unionfs_do_fsync(file_inode(file)->i_sb, -1, lower,
+				       start, end, datasync);
 	fput(lower);
 	return ret;
 }
@@ -387,7 +390,8 @@ static long unionfs_fallocate(struct file *file, int mode, loff_t offset,
 	}
 	ret = file_remove_privs(file);
 	if (!ret)
-		ret = vfs_fallocate(lower, mode, offset, len);
+		ret = unionfs_do_fallocate(inode->i_sb, lower, mode, offset,
+					   len);
 	unionfs_copy_attr(inode, file_inode(lower));
 	inode_unlock(inode);
 	fput(lower);
@@ -402,7 +406,8 @@ static int unionfs_fadvise(struct file *file, loff_t offset, loff_t len,
 
 	if (IS_ERR(lower))
 		return PTR_ERR(lower);
-	ret = vfs_fadvise(lower, offset, len, advice);
+	ret = unionfs_do_fadvise(file_inode(file)->i_sb, lower, offset, len,
+				 advice);
 	fput(lower);
 	return ret;
 }

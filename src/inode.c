@@ -591,7 +591,8 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 	if (!lpath.dentry)
 		return -ESTALE;
 	lpath.mnt = unionfs_mnt(unionfs_dbt(dentry), b);
-	err = vfs_getattr(&lpath, stat, request_mask, flags);
+	err = unionfs_do_getattr(dentry->d_sb, b, &lpath, stat, request_mask,
+				 flags);
 	if (!err && d_really_is_positive(lpath.dentry))
 		unionfs_copy_attr(inode, d_inode(lpath.dentry));
 	/*
@@ -677,7 +678,7 @@ static const char *unionfs_get_link(struct dentry *dentry, struct inode *inode,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return ERR_PTR(-ESTALE);
-	p = vfs_get_link(ld, done);
+	p = unionfs_do_get_link(dentry->d_sb, b, ld, done);
 	dput(ld);
 	return p;
 }
@@ -1050,7 +1051,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	struct dentry *parent = dentry->d_parent;
 	struct inode *inode = d_inode(dentry);
 	struct dentry *ld, *lparent, *cur;
-	const struct cred *old;
+	const struct cred *old = NULL;
 	bool need_wh, made_wh = false, checked = false, has_wh = false;
 	bool stashed = false;
 	int b, bend, t, err;
@@ -1097,6 +1098,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		old = unionfs_override_creds(sb);
 		err = unionfs_scan_whiteouts(bt, b, ld, !checked, &has_wh);
 		revert_creds(old);
+		old = NULL;	/* the lookup below is the caller's */
 		if (err)
 			goto out_drop;
 	}
@@ -1115,7 +1117,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		err = unionfs_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					      why);
 		if (err)
-			goto out_revert;
+			goto out_unlock;
 		made_wh = true;
 	}
 	if (has_wh) {
@@ -1130,16 +1132,13 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, b, lparent, &dentry->d_name,
 					       "revert");
-out_revert:
-	revert_creds(old);
 out_unlock:
 	inode_unlock(d_inode(lparent));
 	dput(cur);
-	if (stashed) {
-		old = unionfs_override_creds(sb);
+	if (stashed)	/* still as the mounter (overridden above) */
 		unionfs_dispose(bt, b, lparent, ld);
+	if (old)
 		revert_creds(old);
-	}
 out_drop:
 	unionfs_drop_write(bt, b);
 out_dput:
@@ -1197,7 +1196,7 @@ static int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	err = vfs_fileattr_get(ld, fa);
+	err = unionfs_do_fileattr_get(dentry->d_sb, b, ld, fa);
 	dput(ld);
 	return err;
 }

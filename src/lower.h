@@ -5,6 +5,126 @@
 
 #include "union.h"
 
+#include <linux/tracepoint-defs.h>
+#include <linux/uio.h>
+
+struct fileattr;
+struct kstatfs;
+
+/*
+ * Tracing (tracepoint unionfs_branch_op): the test is a static branch, so
+ * that the wrappers on the data path (read, write, getattr, lookup) cost
+ * nothing more than the call they wrap while nobody traces.
+ */
+DECLARE_TRACEPOINT(unionfs_branch_op);
+void unionfs_trace_op_slow(struct super_block *sb, const char *op,
+			   int bindex, struct dentry *d, int err);
+void unionfs_trace_op_name(struct super_block *sb, const char *op,
+			   int bindex, const char *name, int len, int err);
+
+static inline int unionfs_trace_op(struct super_block *sb, const char *op,
+				   int bindex, struct dentry *d, int err)
+{
+	if (tracepoint_enabled(unionfs_branch_op))
+		unionfs_trace_op_slow(sb, op, bindex, d, err);
+	return err;
+}
+
+/*
+ * Data path: calls on an open branch file @lower of the union file whose
+ * superblock is @sb. Traced with branch -1 (the file's branch).
+ */
+static inline ssize_t unionfs_do_read_iter(struct super_block *sb,
+					   struct file *lower,
+					   struct iov_iter *iter, loff_t *pos,
+					   rwf_t flags)
+{
+	ssize_t ret = UNIONFS_FAULT(UNIONFS_FSITE_READ);
+
+	if (!ret)
+		ret = vfs_iter_read(lower, iter, pos, flags);
+	if (tracepoint_enabled(unionfs_branch_op))
+		unionfs_trace_op_slow(sb, "read", -1, lower->f_path.dentry,
+				      ret < 0 ? ret : 0);
+	return ret;
+}
+
+/* Caller holds file_start_write(@lower). */
+static inline ssize_t unionfs_do_write_iter(struct super_block *sb,
+					    struct file *lower,
+					    struct iov_iter *iter, loff_t *pos,
+					    rwf_t flags)
+{
+	ssize_t ret = UNIONFS_FAULT(UNIONFS_FSITE_WRITE);
+
+	if (!ret)
+		ret = vfs_iter_write(lower, iter, pos, flags);
+	if (tracepoint_enabled(unionfs_branch_op))
+		unionfs_trace_op_slow(sb, "write", -1, lower->f_path.dentry,
+				      ret < 0 ? ret : 0);
+	return ret;
+}
+
+static inline loff_t unionfs_do_llseek(struct super_block *sb,
+				       struct file *lower, loff_t offset,
+				       int whence)
+{
+	loff_t ret = vfs_llseek(lower, offset, whence);
+
+	if (tracepoint_enabled(unionfs_branch_op))
+		unionfs_trace_op_slow(sb, "llseek", -1, lower->f_path.dentry,
+				      ret < 0 ? ret : 0);
+	return ret;
+}
+
+static inline int unionfs_do_getattr(struct super_block *sb, int bindex,
+				     const struct path *path,
+				     struct kstat *stat, u32 request_mask,
+				     unsigned int flags)
+{
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_GETATTR);
+
+	if (!err)
+		err = vfs_getattr(path, stat, request_mask, flags);
+	return unionfs_trace_op(sb, "getattr", bindex, path->dentry, err);
+}
+
+int unionfs_do_fsync(struct super_block *sb, int bindex, struct file *lower,
+		     loff_t start, loff_t end, int datasync);
+long unionfs_do_fallocate(struct super_block *sb, struct file *lower,
+			  int mode, loff_t offset, loff_t len);
+int unionfs_do_fadvise(struct super_block *sb, struct file *lower,
+		       loff_t offset, loff_t len, int advice);
+long unionfs_do_splice(struct super_block *sb, struct file *in, loff_t *ppos,
+		       struct file *out, loff_t *opos, size_t len,
+		       unsigned int flags);
+int unionfs_do_iterate(struct super_block *sb, int bindex, struct file *dir,
+		       struct dir_context *ctx);
+int unionfs_do_iterate_own(struct super_block *sb, int bindex,
+			   struct file *dir, struct dir_context *ctx);
+const char *unionfs_do_get_link(struct super_block *sb, int bindex,
+				struct dentry *d, struct delayed_call *done);
+int unionfs_do_fileattr_get(struct super_block *sb, int bindex,
+			    struct dentry *d, struct fileattr *fa);
+ssize_t unionfs_do_getxattr(struct super_block *sb, int bindex,
+			    struct dentry *d, const char *name, void *value,
+			    size_t size);
+ssize_t unionfs_do_probe_xattr(struct super_block *sb, int bindex,
+			       struct dentry *d, const char *name);
+ssize_t unionfs_do_listxattr(struct super_block *sb, int bindex,
+			     struct dentry *d, char *list, size_t size);
+int unionfs_do_statfs(struct unionfs_btable *bt, int bindex,
+		      struct kstatfs *buf);
+int unionfs_do_sync_fs(struct unionfs_btable *bt, int bindex);
+struct dentry *unionfs_do_lookup_locked(struct unionfs_btable *bt,
+					int bindex, struct dentry *parent,
+					const char *name, int len);
+struct dentry *unionfs_do_lookup_undo(struct unionfs_btable *bt, int bindex,
+				      struct dentry *parent, const char *name,
+				      int len);
+int unionfs_do_lookup_marker(struct super_block *sb, struct dentry *dir,
+			     const char *name, int len);
+
 int unionfs_want_write(struct unionfs_btable *bt, int bindex);
 void unionfs_drop_write(struct unionfs_btable *bt, int bindex);
 struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,

@@ -229,9 +229,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 		/* whiteout knowledge (lookup.c): only from an old enough ctime */
 		stamp = unionfs_ctime_recent(ldir) ? 0 :
 			unionfs_nowh_stamp(ldir, true);
-		err = UNIONFS_FAULT("readdir");
-		f = err ? ERR_PTR(err) :
-		    unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
+		f = unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
 				    current_cred());
 		if (IS_ERR(f)) {
 			dput(ld);
@@ -243,7 +241,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 		rd.ctx.pos = 0;
 		rd.whseen = false;
 		rd.leftover = false;
-		err = iterate_dir(f, &rd.ctx);
+		err = unionfs_do_iterate(sb, b, f, &rd.ctx);
 		nread++;
 		if (!err)
 			err = rd.err;
@@ -391,12 +389,10 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 			.dot = file_inode(file)->i_ino,
 			.dotdot = parent_ino(dentry),
 		};
-		int err = UNIONFS_FAULT("readdir");
+		int err;
 
-		if (err)
-			return err;
 		fi->lower->f_pos = ctx->pos;
-		err = iterate_dir(fi->lower, &pt.ctx);
+		err = unionfs_do_iterate(dentry->d_sb, -1, fi->lower, &pt.ctx);
 		ctx->pos = fi->lower->f_pos;
 		if (!err && pt.leftover)
 			unionfs_rd_clean(dentry, fi);
@@ -443,7 +439,8 @@ static loff_t unionfs_dir_llseek(struct file *file, loff_t offset,
 	loff_t ret;
 
 	if (fi->lower) {
-		ret = vfs_llseek(fi->lower, offset, whence);
+		ret = unionfs_do_llseek(file_inode(file)->i_sb, fi->lower,
+					offset, whence);
 		if (ret >= 0)
 			file->f_pos = ret;
 		return ret;
@@ -525,7 +522,8 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 
 	if (fi->lower) {
 		if (unionfs_br_writable(fi->br))
-			return vfs_fsync_range(fi->lower, start, end, datasync);
+			return unionfs_do_fsync(dentry->d_sb, -1, fi->lower,
+						start, end, datasync);
 		return 0;
 	}
 	/*
@@ -548,7 +546,8 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 		dput(ld);
 		err = PTR_ERR_OR_ZERO(lf);
 		if (!err) {
-			err = vfs_fsync_range(lf, start, end, datasync);
+			err = unionfs_do_fsync(dentry->d_sb, b, lf, start, end,
+					       datasync);
 			fput(lf);
 		}
 		if (err && !ret)

@@ -78,7 +78,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	struct dentry *ltarget = NULL;
 	bool isdir = d_is_dir(old_dentry), need_wh, made_wh = false;
 	bool made_opaque = false, stash = false, stashed = false;
-	const struct cred *cred;
+	const struct cred *cred = NULL;
 	int ostart, oend, limit, t, err, has_wh, tries;
 
 	if (d_really_is_positive(new_dentry) && d_is_dir(new_dentry)) {
@@ -152,6 +152,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		}
 	}
 	revert_creds(cred);
+	cred = NULL;	/* the lookups below are the caller's */
 	if (err)
 		goto out_revert_opaque;
 
@@ -159,8 +160,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	err = -EINVAL;
 	if (trap == lold)
 		goto out_unlock;
-	cur_old = lookup_one_len(old_dentry->d_name.name, lold_parent,
-				 old_dentry->d_name.len);
+	cur_old = unionfs_do_lookup_locked(bt, t, lold_parent,
+					   old_dentry->d_name.name,
+					   old_dentry->d_name.len);
 	if (IS_ERR(cur_old)) {
 		err = PTR_ERR(cur_old);
 		cur_old = NULL;
@@ -169,8 +171,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	err = -ESTALE;
 	if (cur_old != lold)
 		goto out_unlock;
-	lnew = lookup_one_len(new_dentry->d_name.name, lnew_parent,
-			      new_dentry->d_name.len);
+	lnew = unionfs_do_lookup_locked(bt, t, lnew_parent,
+					new_dentry->d_name.name,
+					new_dentry->d_name.len);
 	if (IS_ERR(lnew)) {
 		err = PTR_ERR(lnew);
 		lnew = NULL;
@@ -206,8 +209,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		stashed = true;
 		/* the name is negative now */
 		dput(lnew);
-		lnew = lookup_one_len(new_dentry->d_name.name, lnew_parent,
-				      new_dentry->d_name.len);
+		lnew = unionfs_do_lookup_locked(bt, t, lnew_parent,
+						new_dentry->d_name.name,
+						new_dentry->d_name.len);
 		if (IS_ERR(lnew)) {
 			err = PTR_ERR(lnew);
 			lnew = NULL;
@@ -215,6 +219,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		}
 	}
 	revert_creds(cred);
+	/* the rename itself is the caller's (permission in the branch) */
 	err = unionfs_do_rename(bt, t, d_inode(lold_parent), lold,
 				d_inode(lnew_parent), lnew, flags);
 	cred = unionfs_override_creds(sb);
@@ -224,9 +229,11 @@ static int unionfs_rename_locked(struct inode *old_dir,
 out_revert:
 	/* put the replaced directory back under its name (a few tries) */
 	for (tries = 0; err && stashed && tries < 5; tries++) {
-		struct dentry *back = lookup_one_len(new_dentry->d_name.name,
-						     lnew_parent,
-						     new_dentry->d_name.len);
+		struct dentry *back;
+
+		back = unionfs_do_lookup_undo(bt, t, lnew_parent,
+					      new_dentry->d_name.name,
+					      new_dentry->d_name.len);
 
 		if (IS_ERR(back))
 			continue;
@@ -244,9 +251,22 @@ out_revert:
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, t, lold_parent,
 					       &old_dentry->d_name, "revert");
-	revert_creds(cred);
 out_unlock:
 	unlock_rename(lold_parent, lnew_parent);
+	/* the union's own clean-up: as the mounter, overriding at most once */
+	if (!err && stashed) {
+		if (!cred)
+			cred = unionfs_override_creds(sb);
+		unionfs_dispose(bt, t, lnew_parent, ltarget);
+	}
+out_revert_opaque:
+	if (err && made_opaque) {
+		if (!cred)
+			cred = unionfs_override_creds(sb);
+		unionfs_remove_opaque(bt, t, lold);
+	}
+	if (cred)
+		revert_creds(cred);
 	if (!err) {
 		unionfs_dentry_narrow(old_dentry, t, lold, isdir);
 		if (isdir) {
@@ -257,17 +277,6 @@ out_unlock:
 		unionfs_dir_changed(old_dir);
 		if (new_dir != old_dir)
 			unionfs_dir_changed(new_dir);
-		if (stashed) {
-			cred = unionfs_override_creds(sb);
-			unionfs_dispose(bt, t, lnew_parent, ltarget);
-			revert_creds(cred);
-		}
-	}
-out_revert_opaque:
-	if (err && made_opaque) {
-		cred = unionfs_override_creds(sb);
-		unionfs_remove_opaque(bt, t, lold);
-		revert_creds(cred);
 	}
 	unionfs_drop_write(bt, t);
 out_dput:

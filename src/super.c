@@ -3,6 +3,7 @@
  * unionfs: module init, mount options (fs_context), superblock operations.
  */
 #include "union.h"
+#include "lower.h"
 
 #include <linux/random.h>
 
@@ -143,7 +144,7 @@ static int unionfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 	struct unionfs_btable *bt = unionfs_bt_get(dentry->d_sb);
 	int err;
 
-	err = vfs_statfs(&bt->br[0]->path, buf);
+	err = unionfs_do_statfs(bt, 0, buf);
 	unionfs_bt_put(bt);
 	if (err)
 		return err;
@@ -208,9 +209,7 @@ static int unionfs_sync_fs(struct super_block *sb, int wait)
 				break;
 		if (j < i)
 			continue;	/* this file system is done */
-		down_read(&lsb->s_umount);
-		err = sync_filesystem(lsb);
-		up_read(&lsb->s_umount);
+		err = unionfs_do_sync_fs(bt, i);
 		if (err && !ret)
 			ret = err;
 	}

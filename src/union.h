@@ -24,11 +24,36 @@
  *   5. branch directory i_rwsem (I_MUTEX_PARENT; lock_rename for two),
  *      then the branch object's.
  *   6. spinlocks: a dentry info's lock, inode->i_lock, d_lock.
- * Credentials: objects the union makes for itself in a branch (copy-up
- * temporaries, whiteouts, opaque markers, directory cleaning) are made
- * with the mounter's credentials (unionfs_override_creds); what the caller
- * asked for is checked against the caller's first (VFS permission on the
- * union inode, which mirrors the branch's owner, mode and ACLs).
+ *
+ * Credentials (docs/security.md, "With which credentials each branch
+ * operation runs"). The VFS checks the caller against the union inode
+ * first (unionfs_permission: the caller's credentials; the top branch
+ * inode's own ->permission with the mounter's). Then:
+ *   - the caller's credentials, as they come: what the caller asked for,
+ *     so that the branch fs checks it again and applies its own rules
+ *     (owner and default ACL of new objects, setgid, sticky directories,
+ *     quotas): open of a user's file, create, mkdir, mknod, symlink,
+ *     link, O_TMPFILE, the branch rename of a rename, setattr, setxattr,
+ *     removexattr, the reads of an open file; and the lookups of a name
+ *     under its locked branch parent just before such a change
+ *     (unionfs_lock_lookup, unionfs_do_lookup_locked in rename and
+ *     unlink/rmdir);
+ *   - the mounter's (unionfs_override_creds(), taken at mount): what the
+ *     union does for itself, which the caller may have no right to in the
+ *     branch and was checked for already: lookups of a union name in the
+ *     branches, merged readdir and emptiness checks, copy-up (temporary,
+ *     data, owner, xattrs, times, rename into place) and recreated
+ *     parents, whiteouts, opaque markers, stashing and disposing of
+ *     removed directories, ->get_acl, and the unlink/rmdir of
+ *     unionfs_remove_locked.
+ * The lower.c wrappers never switch credentials themselves: they run with
+ * the ones they are called with. An operation overrides at most once for
+ * each run of mounter work between two calls made as the caller (one
+ * override if it has none: lookup, readdir, copy-up), and its undo and
+ * clean-up (revert, dispose) stay in the last run, overridden lazily if
+ * no run is open (rename: before lock_rename, around the whiteout and the
+ * stash, after the branch rename; unlink/rmdir: the emptiness check,
+ * then the rest). Whoever overrides reverts in the same function.
  */
 #ifndef _UNIONFS_UNION_H
 #define _UNIONFS_UNION_H
@@ -575,12 +600,52 @@ int unionfs_sysfs_init(void);
 void unionfs_sysfs_exit(void);
 int unionfs_sysfs_mount(struct super_block *sb);
 void unionfs_sysfs_umount(struct super_block *sb);
+/*
+ * Fault injection sites (debugfs inject/crash_at take their names, from
+ * unionfs_fault_names[] in debugfs.c, indexed by this enum). A site is
+ * named in code by its enum constant, so a misspelt site does not build.
+ */
+enum unionfs_fault_site_id {
+	UNIONFS_FSITE_LOOKUP,
+	UNIONFS_FSITE_READDIR,
+	UNIONFS_FSITE_OPEN,
+	UNIONFS_FSITE_CREATE,
+	UNIONFS_FSITE_MKDIR,
+	UNIONFS_FSITE_MKNOD,
+	UNIONFS_FSITE_SYMLINK,
+	UNIONFS_FSITE_LINK,
+	UNIONFS_FSITE_UNLINK,
+	UNIONFS_FSITE_RMDIR,
+	UNIONFS_FSITE_RENAME,
+	UNIONFS_FSITE_SETATTR,
+	UNIONFS_FSITE_SETXATTR,
+	UNIONFS_FSITE_REMOVEXATTR,
+	UNIONFS_FSITE_COPYUP_CREATE,
+	UNIONFS_FSITE_COPYUP_DATA,
+	UNIONFS_FSITE_COPYUP_ATTR,
+	UNIONFS_FSITE_COPYUP_RENAME,
+	UNIONFS_FSITE_WHITEOUT,
+	UNIONFS_FSITE_OPAQUE,
+	UNIONFS_FSITE_TMPFILE,
+	UNIONFS_FSITE_LOOKUP_LOCKED,
+	UNIONFS_FSITE_GETATTR,
+	UNIONFS_FSITE_GET_LINK,
+	UNIONFS_FSITE_GETXATTR,
+	UNIONFS_FSITE_LISTXATTR,
+	UNIONFS_FSITE_READ,
+	UNIONFS_FSITE_WRITE,
+	UNIONFS_FSITE_FSYNC,
+	UNIONFS_FSITE_FALLOCATE,
+	UNIONFS_FSITE_STATFS,
+	UNIONFS_FSITE_NR
+};
+
 #ifdef UNIONFS_FAULT_INJECTION
 /* make FAULT_INJECTION=1 (the test build): debugfs inject and crash_at */
-int unionfs_fault_slow(const char *site);
+int unionfs_fault_slow(enum unionfs_fault_site_id site);
 DECLARE_STATIC_KEY_FALSE(unionfs_fault_key);
 /* 0, or the negative errno armed for @site in debugfs */
-static inline int unionfs_fault(const char *site)
+static inline int unionfs_fault(enum unionfs_fault_site_id site)
 {
 	if (static_branch_unlikely(&unionfs_fault_key))
 		return unionfs_fault_slow(site);
@@ -589,8 +654,11 @@ static inline int unionfs_fault(const char *site)
 
 #define UNIONFS_FAULT(site) unionfs_fault(site)
 #else
-/* the module a user installs: no fault sites at all */
-#define UNIONFS_FAULT(site) 0
+/*
+ * The module a user installs: no fault sites at all. The constant 0, and
+ * still a build error for anything but a site constant.
+ */
+#define UNIONFS_FAULT(site) BUILD_BUG_ON_ZERO((site) >= UNIONFS_FSITE_NR)
 #endif
 
 #endif /* _UNIONFS_UNION_H */

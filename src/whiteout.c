@@ -37,33 +37,19 @@ const char *unionfs_opaque_name(struct super_block *sb, int *len)
 	return UNIONFS_DIR_OPAQUE;
 }
 
-static int unionfs_has_marker(struct dentry *lower_dir, const char *name,
-			      int len)
-{
-	struct dentry *d;
-	int ret;
-
-	d = lookup_one_unlocked(&init_user_ns, name, lower_dir, len);
-	if (IS_ERR(d))
-		return PTR_ERR(d);
-	ret = d_really_is_positive(d);
-	dput(d);
-	return ret;
-}
-
 /*
  * 1 if @lower_dir holds an opaque marker @sb honours (".wh.__dir_opaque";
  * with markers=oci also ".wh..wh..opq"), 0 if not, or -errno.
  */
 int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir)
 {
-	int ret = unionfs_has_marker(lower_dir, UNIONFS_DIR_OPAQUE,
-				     UNIONFS_DIR_OPAQUE_LEN);
+	int ret = unionfs_do_lookup_marker(sb, lower_dir, UNIONFS_DIR_OPAQUE,
+					   UNIONFS_DIR_OPAQUE_LEN);
 
 	if (ret || UNIONFS_SB(sb)->markers != UNIONFS_MARKERS_OCI)
 		return ret;
-	return unionfs_has_marker(lower_dir, UNIONFS_OCI_OPAQUE,
-				  UNIONFS_OCI_OPAQUE_LEN);
+	return unionfs_do_lookup_marker(sb, lower_dir, UNIONFS_OCI_OPAQUE,
+					UNIONFS_OCI_OPAQUE_LEN);
 }
 
 /* Trace a marker event with the lower directory's name. */
@@ -81,11 +67,12 @@ int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 	whname = unionfs_whname(name);
 	if (!whname)
 		return -ENOMEM;
-	wh = lookup_one_len(whname, lparent, name->len + UNIONFS_WHLEN);
+	wh = unionfs_do_lookup_locked(bt, bindex, lparent, whname,
+				      name->len + UNIONFS_WHLEN);
 	err = PTR_ERR_OR_ZERO(wh);
 	if (!err) {
 		if (d_really_is_negative(wh)) {
-			err = UNIONFS_FAULT("whiteout");
+			err = UNIONFS_FAULT(UNIONFS_FSITE_WHITEOUT);
 			if (!err)
 				err = unionfs_do_create(bt, bindex,
 							d_inode(lparent), wh,
@@ -112,7 +99,8 @@ int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 	whname = unionfs_whname(name);
 	if (!whname)
 		return -ENOMEM;
-	wh = lookup_one_len(whname, lparent, name->len + UNIONFS_WHLEN);
+	wh = unionfs_do_lookup_undo(bt, bindex, lparent, whname,
+				    name->len + UNIONFS_WHLEN);
 	err = PTR_ERR_OR_ZERO(wh);
 	if (!err) {
 		if (d_really_is_positive(wh) && d_is_reg(wh))
@@ -173,11 +161,11 @@ int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 
 	*created = false;
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
-	d = lookup_one_len(name, ldir, len);
+	d = unionfs_do_lookup_locked(bt, bindex, ldir, name, len);
 	err = PTR_ERR_OR_ZERO(d);
 	if (!err) {
 		if (d_really_is_negative(d)) {
-			err = UNIONFS_FAULT("opaque");
+			err = UNIONFS_FAULT(UNIONFS_FSITE_OPAQUE);
 			if (!err)
 				err = unionfs_do_create(bt, bindex,
 							d_inode(ldir), d,
@@ -212,7 +200,7 @@ int unionfs_remove_opaque(struct unionfs_btable *bt, int bindex,
 	int err;
 
 	inode_lock_nested(d_inode(ldir), I_MUTEX_CHILD);
-	d = lookup_one_len(name, ldir, len);
+	d = unionfs_do_lookup_undo(bt, bindex, ldir, name, len);
 	err = PTR_ERR_OR_ZERO(d);
 	if (!err) {
 		if (d_really_is_positive(d) && d_is_reg(d))
@@ -274,7 +262,7 @@ static int unionfs_read_wh(struct unionfs_btable *bt, int bindex,
 			    current_cred());
 	if (IS_ERR(f))
 		return PTR_ERR(f);
-	err = iterate_dir(f, &wl->ctx);
+	err = unionfs_do_iterate_own(bt->sb, bindex, f, &wl->ctx);
 	fput(f);
 	if (!err)
 		err = wl->err;
@@ -341,7 +329,7 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 
 		if (err)
 			break;
-		d = lookup_one_len(e->name, ldir, e->len);
+		d = unionfs_do_lookup_undo(bt, bindex, ldir, e->name, e->len);
 		if (IS_ERR(d)) {
 			err = PTR_ERR(d);
 			break;
@@ -385,7 +373,7 @@ struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
 	struct dentry *tmp;
 	int len = unionfs_tmp_name(bt->sb, name);
 
-	tmp = lookup_one_len(name, lparent, len);
+	tmp = unionfs_do_lookup_locked(bt, -1, lparent, name, len);
 	if (!IS_ERR(tmp) && d_really_is_positive(tmp)) {
 		dput(tmp);
 		tmp = ERR_PTR(-EEXIST);

@@ -23,7 +23,7 @@ static int unionfs_xattr_get(const struct xattr_handler *handler,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	ret = vfs_getxattr(&init_user_ns, ld, name, buffer, size);
+	ret = unionfs_do_getxattr(dentry->d_sb, b, ld, name, buffer, size);
 	dput(ld);
 	return ret;
 }
@@ -60,7 +60,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	if (t < 0)
 		goto out;	/* the copy-up says why */
 	root = bt->br[t]->path.dentry;
-	ret = __vfs_getxattr(root, d_inode(root), name, NULL, 0);
+	ret = unionfs_do_probe_xattr(bt->sb, t, root, name);
 	if (ret == -EOPNOTSUPP) {
 		err = ret;
 		goto out;
@@ -86,7 +86,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	}
 	if (value && !(flags & (XATTR_CREATE | XATTR_REPLACE)))
 		goto out;
-	ret = __vfs_getxattr(ld, d_inode(ld), name, NULL, 0);
+	ret = unionfs_do_probe_xattr(bt->sb, b, ld, name);
 	if (ret == -ENODATA && (!value || (flags & XATTR_REPLACE)))
 		err = -ENODATA;
 	else if (ret >= 0 && value && (flags & XATTR_CREATE))
@@ -192,7 +192,7 @@ ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size)
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	ret = vfs_listxattr(ld, list, size);
+	ret = unionfs_do_listxattr(dentry->d_sb, b, ld, list, size);
 	dput(ld);
 	return ret;
 }

@@ -25,6 +25,11 @@ for bad in "nosuchsite errno=5" "lookup" "lookup errno=0" "lookup errno=5000" \
 	check_fail "inject rejects '$bad' (EINVAL)" EINVAL bash -c "echo '$bad' > $INJ"
 done
 dmesg_mark
+check_fail "inject rejects a misspelt site name (EINVAL)" EINVAL bash -c "echo 'lookups errno=5' > $INJ"
+is "inject: one warning line naming the unknown site" \
+	"$(dmesg_since_mark | grep -c "unionfs: debugfs inject: unknown site 'lookups'$")" 1
+is "inject: the misspelt name armed nothing" "$(awk '!/^#/ && $2 != 0' $INJ)" ""
+dmesg_mark
 check_fail "crash_at rejects an unknown site (EINVAL)" EINVAL bash -c "echo nosuchsite > $CRASH"
 is "crash_at: one warning line naming the unknown site" \
 	"$(dmesg_since_mark | grep -c "unionfs: debugfs crash_at: unknown site 'nosuchsite'$")" 1
@@ -47,10 +52,11 @@ is "all sites disarmed after 'clear all'" "$(awk '!/^#/ && $2 != 0' $INJ)" ""
 sites=$(awk '!/^#/ { print $1 }' $INJ | sort | tr '\n' ' ')
 
 # --- fixtures --------------------------------------------------------------------------------
-# b0 (rw): f0 (file), d0 (empty dir), xf (file with user.k)
+# b0 (rw): f0 (file), sl (symlink to f0), d0 (empty dir), xf (file with user.k, user.g)
 # b1 (ro): both (also in b0, different data), lo* (lower-only files), ldir (lower-only dir),
 #          rd/ (dir with entries, never listed before its test)
-echo upper > "$B0/f0"; mkdir "$B0/d0"; echo x > "$B0/xf"; setfattr -n user.k -v v "$B0/xf"
+echo upper > "$B0/f0"; ln -s f0 "$B0/sl"; mkdir "$B0/d0"; echo x > "$B0/xf"; setfattr -n user.k -v v "$B0/xf"
+setfattr -n user.g -v g "$B0/xf"	# for getxattr (removexattr's retry removes user.k)
 echo top > "$B0/both"; echo bottom > "$B1/both"
 for n in lk op cc cd ca cr wh; do
 	yes "lower-$n" | head -c 320000 > "$B1/lo$n"	# 320 KB: data to copy
@@ -78,6 +84,8 @@ declare -A E=(	# errno each site injects: several values, so the number itself i
 	[setxattr]=ENOSPC [removexattr]=EIO [copyup_create]=ENOSPC [copyup_data]=EIO
 	[copyup_attr]=EPERM [copyup_rename]=EIO [whiteout]=ENOSPC [opaque]=EIO)
 E[tmpfile]=ENOSPC
+E+=([lookup_locked]=EIO [getattr]=EIO [get_link]=EACCES [getxattr]=EIO [listxattr]=EPERM
+	[read]=EIO [write]=ENOSPC [fsync]=EIO [fallocate]=ENOSPC [statfs]=EIO)
 declare -A ENUM=([EPERM]=1 [EIO]=5 [EACCES]=13 [EBUSY]=16 [ENOSPC]=28 [EMLINK]=31)
 declare -A EMSG=([EPERM]="Operation not permitted" [EIO]="Input/output error"
 	[EACCES]="Permission denied" [EBUSY]="Device or resource busy"
@@ -108,10 +116,17 @@ declare -A OP=(	# the union operation that reaches the site; UNDO restores after
 	[opaque]="mkdir $M/ldir")
 # O_TMPFILE (a file with no name: the branches must stay the same even when it succeeds)
 OP[tmpfile]="python3 -c 'import os; os.close(os.open(\"$M\", os.O_TMPFILE | os.O_WRONLY, 0o600))'"
+# the calls on branch objects that are not namespace changes (lower.c wrappers)
+PY="python3 -c 'import os; fd = os.open(\"$M/f0\", os.O_RDWR | os.O_APPEND)"
+OP+=([lookup_locked]="touch $M/newf" [getattr]="stat $M/f0" [get_link]="readlink -v $M/sl"
+	[getxattr]="getfattr -n user.g $M/xf" [listxattr]="getfattr -d $M/xf" [read]="cat $M/f0"
+	[write]="$PY; os.write(fd, b\"x\")'" [fsync]="$PY; os.fsync(fd)'"
+	[fallocate]="fallocate -n -l 65536 $M/f0" [statfs]="stat -f $M")
 declare -A UNDO=(
 	[create]="rm $M/newf" [mkdir]="rmdir $M/newd" [mknod]="rm $M/newp"
 	[symlink]="rm $M/newl" [link]="rm $M/f0link" [unlink]="sh -c 'echo upper > $M/f0'"
-	[rmdir]="mkdir $M/d0" [rename]="mv $M/xf2 $M/xf")
+	[rmdir]="mkdir $M/d0" [rename]="mv $M/xf2 $M/xf" [lookup_locked]="rm $M/newf"
+	[write]="sh -c 'echo upper > $M/f0'")
 
 LIMIT=20
 bounded() {	# bounded CMD: run CMD (eval) with output in $out; 124 if still running after LIMIT s
@@ -134,7 +149,8 @@ dmesg_mark
 tested=
 for site in lookup readdir open create mkdir mknod symlink link unlink rmdir rename setattr \
 	setxattr removexattr copyup_create copyup_data copyup_attr copyup_rename whiteout opaque \
-	tmpfile; do
+	tmpfile lookup_locked getattr get_link getxattr listxattr read write fsync fallocate \
+	statfs; do
 	e=${E[$site]} op=${OP[$site]}
 	tested+="$site "
 	before=$(snap) uview=$(ls -A "$M" | LC_ALL=C sort)
