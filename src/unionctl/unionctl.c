@@ -50,7 +50,7 @@ static int nbranches;
 static char mount_opts[16384];	/* MNT's options in /proc/mounts */
 static const char *prog = "unionctl";
 
-#define UNIONCTL_VERSION "1.3"
+#define UNIONCTL_VERSION "1.2"
 
 static void usage_to(FILE *out, int status)
 {
