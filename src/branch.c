@@ -81,14 +81,14 @@ bool unionfs_branch_is(struct unionfs_branch *br, const struct path *path)
  * "ro" or "rw" (the =MODE of a dirs= element, add= or mode=) as
  * UNIONFS_BR_*; else one message "CTX: unknown branch mode ..." and -EINVAL.
  */
-int unionfs_parse_mode(const char *s, const char *ctx)
+int unionfs_parse_mode(struct fs_context *fc, const char *s, const char *ctx)
 {
 	if (!strcmp(s, "ro"))
 		return UNIONFS_BR_RO;
 	if (!strcmp(s, "rw"))
 		return UNIONFS_BR_RW;
-	pr_warn("%s: unknown branch mode '%*pE' (use ro or rw)\n", ctx,
-		(int)strlen(s), s);
+	unionfs_refuse(fc, "%s: unknown branch mode '%*pE' (use ro or rw)", ctx,
+		       (int)strlen(s), s);
 	return -EINVAL;
 }
 
@@ -153,7 +153,7 @@ static unsigned int unionfs_new_fsidx(struct unionfs_branch *const *existing,
  * live yet) and remount,add= (@sb the union): look @path up and check it
  * can be a branch in @mode next to the @n branches @existing. On a refusal
  * one message, "CTX 'PATH' REASON" (@ctx: "mount: branch N" or "remount:
- * add:"), and ERR_PTR:
+ * add:"; also in @fc's log), and ERR_PTR:
  *   E2BIG    the union has UNIONFS_MAX_BRANCHES already
  *   (lookup) @path does not resolve
  *   ENOTDIR  not a directory
@@ -167,7 +167,8 @@ static unsigned int unionfs_new_fsidx(struct unionfs_branch *const *existing,
  * (unionfs_new_fsidx) and a private clone of its mount
  * (unionfs_branch_hold); its id is the caller's to give.
  */
-struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
+struct unionfs_branch *unionfs_branch_new(struct fs_context *fc,
+					  struct super_block *sb,
 					  const char *path, int mode,
 					  struct unionfs_branch *const *existing,
 					  int n, const char *ctx)
@@ -178,8 +179,8 @@ struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
 	struct dentry *d;
 
 	if (n >= UNIONFS_MAX_BRANCHES) {
-		pr_warn("%s '%*pE' would make more than %d branches\n",
-			ctx, plen, path, UNIONFS_MAX_BRANCHES);
+		unionfs_refuse(fc, "%s '%*pE' would make more than %d branches",
+			       ctx, plen, path, UNIONFS_MAX_BRANCHES);
 		return ERR_PTR(-E2BIG);
 	}
 	br = kzalloc(sizeof(*br), GFP_KERNEL);
@@ -190,7 +191,7 @@ struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
 	br->mode = mode;
 	err = kern_path(path, LOOKUP_FOLLOW, &br->path);
 	if (err) {
-		pr_warn("%s '%*pE': lookup failed (%d)\n", ctx, plen, path, err);
+		unionfs_refuse(fc, "%s '%*pE': lookup failed (%d)", ctx, plen, path, err);
 		kfree(br);
 		return ERR_PTR(err);
 	}
@@ -200,37 +201,40 @@ struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
 	depth = bsb->s_stack_depth + 1;
 	err = -ENOTDIR;
 	if (!d_is_dir(d)) {
-		pr_warn("%s '%*pE' is not a directory\n", ctx, plen, path);
+		unionfs_refuse(fc, "%s '%*pE' is not a directory", ctx, plen, path);
 		goto out_put;
 	}
 	err = -EINVAL;
 	if (d->d_sb == sb) {
-		pr_warn("%s '%*pE' is inside this union\n", ctx, plen, path);
+		unionfs_refuse(fc, "%s '%*pE' is inside this union", ctx, plen, path);
 		goto out_put;
 	}
 	if (d->d_sb->s_type == &unionfs_fs_type) {
-		pr_warn("%s '%*pE' is itself a unionfs (stacking unions is not supported)\n",
-			ctx, plen, path);
+		unionfs_refuse(fc,
+			       "%s '%*pE' is itself a unionfs (stacking unions is not supported)",
+			       ctx, plen, path);
 		goto out_put;
 	}
 	if (unionfs_branch_weird(d)) {
-		pr_warn("%s '%*pE' is on a case-folding or automount filesystem\n",
-			ctx, plen, path);
+		unionfs_refuse(fc, "%s '%*pE' is on a case-folding or automount filesystem",
+			       ctx, plen, path);
 		goto out_put;
 	}
 	if (is_idmapped_mnt(br->path.mnt)) {
-		pr_warn("%s '%*pE' is an idmapped mount\n", ctx, plen, path);
+		unionfs_refuse(fc, "%s '%*pE' is an idmapped mount", ctx, plen, path);
 		goto out_put;
 	}
 	if (depth > max_depth) {
-		pr_warn("%s '%*pE' is too deep a stack (the union would be %d deep, at most %d)\n",
-			ctx, plen, path, depth, max_depth);
+		unionfs_refuse(fc,
+			       "%s '%*pE' is too deep a stack (the union would be %d deep, at most %d)",
+			       ctx, plen, path, depth, max_depth);
 		goto out_put;
 	}
 	err = -EROFS;
 	if (mode == UNIONFS_BR_RW && unionfs_path_rdonly(&br->path)) {
-		pr_warn("%s '%*pE' is read-write but its file system is mounted read-only (give =ro)\n",
-			ctx, plen, path);
+		unionfs_refuse(fc,
+			       "%s '%*pE' is read-write but its file system is mounted read-only (give =ro)",
+			       ctx, plen, path);
 		goto out_put;
 	}
 	err = -EINVAL;
@@ -240,8 +244,8 @@ struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
 		if (o->path.dentry->d_sb == d->d_sb &&
 		    (is_subdir(o->path.dentry, d) ||
 		     is_subdir(d, o->path.dentry))) {
-			pr_warn("%s '%*pE' overlaps branch %d '%*pE'\n", ctx,
-				plen, path, i, (int)strlen(o->name), o->name);
+			unionfs_refuse(fc, "%s '%*pE' overlaps branch %d '%*pE'", ctx,
+				       plen, path, i, (int)strlen(o->name), o->name);
 			goto out_put;
 		}
 	}
@@ -249,13 +253,13 @@ struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
 	if (IS_ERR(br->name)) {
 		err = PTR_ERR(br->name);
 		br->name = NULL;
-		pr_warn("%s '%*pE': cannot name it (%d)\n", ctx, plen, path, err);
+		unionfs_refuse(fc, "%s '%*pE': cannot name it (%d)", ctx, plen, path, err);
 		goto out_put;
 	}
 	err = unionfs_branch_hold(br);
 	if (err) {
-		pr_warn("%s '%*pE': cannot hold a private mount of it (%d)\n",
-			ctx, plen, path, err);
+		unionfs_refuse(fc, "%s '%*pE': cannot hold a private mount of it (%d)",
+			       ctx, plen, path, err);
 		goto out_put;
 	}
 	br->fsidx = unionfs_new_fsidx(existing, n, bsb);
@@ -331,8 +335,8 @@ struct unionfs_work {
 	int added;			/* new branch objects in br[] */
 };
 
-static int unionfs_find_branch(struct unionfs_work *w, const char *name,
-			       const char *cmd)
+static int unionfs_find_branch(struct fs_context *fc, struct unionfs_work *w,
+			       const char *name, const char *cmd)
 {
 	struct path path;
 	int i, err;
@@ -349,18 +353,19 @@ static int unionfs_find_branch(struct unionfs_work *w, const char *name,
 	for (i = 0; i < w->n; i++)
 		if (!strcmp(w->br[i]->name, name))
 			return i;
-	pr_warn("remount: %s: '%*pE' is not a branch of this union\n", cmd,
-		(int)strlen(name), name);
+	unionfs_refuse(fc, "remount: %s: '%*pE' is not a branch of this union",
+		       cmd, (int)strlen(name), name);
 	return -ENOENT;
 }
 
-static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
-			   char *arg)
+/* add=[EXISTING:]NEW[=MODE], the paths escaped as in dirs= */
+static int unionfs_cmd_add(struct fs_context *fc, struct super_block *sb,
+			   struct unionfs_work *w, char *arg)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct unionfs_branch *br;
-	char *colon = strchr(arg, ':'), *path = arg, *eq;
-	int pos = 0, mode = UNIONFS_BR_RW;
+	char *colon = unionfs_opt_find(arg, ':', false), *path = arg, *eq;
+	int pos = 0, mode = UNIONFS_BR_RW, err;
 
 	if (colon) {
 		*colon = '\0';
@@ -368,23 +373,30 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 		if (!*arg) {
 			pos = w->n;		/* add=:/new appends */
 		} else {
-			pos = unionfs_find_branch(w, arg, "add");
+			err = unionfs_opt_unescape(fc, arg, "remount: add");
+			if (err)
+				return err;
+			pos = unionfs_find_branch(fc, w, arg, "add");
 			if (pos < 0)
 				return pos;
 		}
 	}
-	eq = strrchr(path, '=');
+	eq = unionfs_opt_find(path, '=', true);
 	if (eq) {
 		*eq = '\0';
-		mode = unionfs_parse_mode(eq + 1, "remount: add");
+		mode = unionfs_parse_mode(fc, eq + 1, "remount: add");
 		if (mode < 0)
 			return mode;
 	}
 	if (!*path) {
-		pr_warn("remount: add: empty branch path\n");
+		unionfs_refuse(fc, "remount: add: empty branch path");
 		return -EINVAL;
 	}
-	br = unionfs_branch_new(sb, path, mode, w->br, w->n, "remount: add:");
+	err = unionfs_opt_unescape(fc, path, "remount: add");
+	if (err)
+		return err;
+	br = unionfs_branch_new(fc, sb, path, mode, w->br, w->n,
+				"remount: add:");
 	if (IS_ERR(br))
 		return PTR_ERR(br);
 	br->id = sbi->next_branch_id;	/* committed only on success */
@@ -399,16 +411,19 @@ static int unionfs_cmd_add(struct super_block *sb, struct unionfs_work *w,
 	return 0;
 }
 
-static int unionfs_cmd_del(struct unionfs_work *w, char *arg)
+static int unionfs_cmd_del(struct fs_context *fc, struct unionfs_work *w,
+			   char *arg)
 {
-	int i = unionfs_find_branch(w, arg, "del");
+	int i = unionfs_opt_unescape(fc, arg, "remount: del");
 
+	if (!i)
+		i = unionfs_find_branch(fc, w, arg, "del");
 	if (i < 0)
 		return i;
 	if (atomic_read(&w->br[i]->open_files)) {
-		pr_warn("remount: del: branch '%*pE' has %d open files\n",
-			(int)strlen(w->br[i]->name), w->br[i]->name,
-			atomic_read(&w->br[i]->open_files));
+		unionfs_refuse(fc, "remount: del: branch '%*pE' has %d open files",
+			       (int)strlen(w->br[i]->name), w->br[i]->name,
+			       atomic_read(&w->br[i]->open_files));
 		return -EBUSY;
 	}
 	unionfs_branch_put(w->br[i]);
@@ -419,26 +434,30 @@ static int unionfs_cmd_del(struct unionfs_work *w, char *arg)
 	return 0;
 }
 
-static int unionfs_cmd_mode(struct unionfs_work *w, char *arg)
+static int unionfs_cmd_mode(struct fs_context *fc, struct unionfs_work *w,
+			    char *arg)
 {
-	char *eq = strrchr(arg, '=');
+	char *eq = unionfs_opt_find(arg, '=', true);
 	int i, mode;
 
 	if (!eq) {
-		pr_warn("remount: mode: expected mode=/branch=ro|rw, got '%*pE'\n",
-			(int)strlen(arg), arg);
+		unionfs_refuse(fc, "remount: mode: expected mode=/branch=ro|rw, got '%*pE'",
+			       (int)strlen(arg), arg);
 		return -EINVAL;
 	}
 	*eq = '\0';
-	mode = unionfs_parse_mode(eq + 1, "remount: mode");
+	mode = unionfs_parse_mode(fc, eq + 1, "remount: mode");
 	if (mode < 0)
 		return mode;
-	i = unionfs_find_branch(w, arg, "mode");
+	i = unionfs_opt_unescape(fc, arg, "remount: mode");
+	if (!i)
+		i = unionfs_find_branch(fc, w, arg, "mode");
 	if (i < 0)
 		return i;
 	if (mode == UNIONFS_BR_RW && unionfs_path_rdonly(&w->br[i]->path)) {
-		pr_warn("remount: mode: branch '%*pE' is on a file system mounted read-only\n",
-			(int)strlen(w->br[i]->name), w->br[i]->name);
+		unionfs_refuse(fc,
+			       "remount: mode: branch '%*pE' is on a file system mounted read-only",
+			       (int)strlen(w->br[i]->name), w->br[i]->name);
 		return -EROFS;
 	}
 	w->mode[i] = mode;
@@ -492,9 +511,10 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 /*
  * Apply the remount commands in @cmds ("add=..\0del=..\0...\0\0": each
  * NUL-terminated, the list ended by an empty one). Called with s_umount
- * held for writing.
+ * held for writing. Refusals also go to @fc's log (NULL: the ioctl).
  */
-int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
+int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
+			     char *cmds, bool sb_ro)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct unionfs_btable *cur, *bt = NULL;
@@ -519,27 +539,28 @@ int unionfs_remount_branches(struct super_block *sb, char *cmds, bool sb_ro)
 	for (cmd = cmds; !err && *cmd; cmd = next) {
 		next = cmd + strlen(cmd) + 1;	/* before the command edits it */
 		if (!strncmp(cmd, "add=", 4)) {
-			err = unionfs_cmd_add(sb, w, cmd + 4);
+			err = unionfs_cmd_add(fc, sb, w, cmd + 4);
 		} else if (!strncmp(cmd, "del=", 4)) {
-			err = unionfs_cmd_del(w, cmd + 4);
+			err = unionfs_cmd_del(fc, w, cmd + 4);
 			deleted = true;
 		} else if (!strncmp(cmd, "mode=", 5)) {
-			err = unionfs_cmd_mode(w, cmd + 5);
+			err = unionfs_cmd_mode(fc, w, cmd + 5);
 		} else if (!strcmp(cmd, "incgen")) {
 			if (cause[0] == 'r')
 				cause = "incgen";
 		} else {
-			pr_warn("remount: unknown command '%*pE'\n", (int)strlen(cmd), cmd);
+			unionfs_refuse(fc, "remount: unknown command '%*pE'",
+				       (int)strlen(cmd), cmd);
 			err = -EINVAL;
 		}
 	}
 	if (!err && !w->n) {
-		pr_warn("remount: the union would have no branches\n");
+		unionfs_refuse(fc, "remount: the union would have no branches");
 		err = -EINVAL;
 	}
 	if (!err && !sb_ro && w->mode[0] != UNIONFS_BR_RW) {
-		pr_warn("remount: leftmost branch '%*pE' would be ro on a rw union\n",
-			(int)strlen(w->br[0]->name), w->br[0]->name);
+		unionfs_refuse(fc, "remount: leftmost branch '%*pE' would be ro on a rw union",
+			       (int)strlen(w->br[0]->name), w->br[0]->name);
 		err = -EINVAL;
 	}
 	if (!err) {

@@ -24,7 +24,8 @@ static long unionfs_ioctl_incgen(struct file *file)
 	{
 		char cmd[] = "incgen";
 
-		err = unionfs_remount_branches(sb, cmd, sb_rdonly(sb));
+		err = unionfs_remount_branches(NULL, sb, cmd,
+					       sb_rdonly(sb));
 	}
 	up_write(&sb->s_umount);
 	return err ?: unionfs_sb_gen(sb);

@@ -63,14 +63,14 @@ void unionfs_hazard_note(struct super_block *sb, int kind, int bindex,
 	/* the name and the command are the user's: escaped, one log line */
 	if (by_current) {
 		get_task_comm(comm, current);
-		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s by %*pE[%d]); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s by %*pE[%d]); the union follows the branch. Counts: /sys/fs/unionfs/%u:%u/hazards\n",
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
 			  unionfs_hazard_names[kind], len, name, bindex, what,
 			  (int)strnlen(comm, sizeof(comm)), comm,
 			  task_pid_nr(current),
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev));
 	} else {
-		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s); the union follows the branch. Counts: /sys/kernel/debug/unionfs/mounts/%u:%u/hazards\n",
+		pr_notice("%u:%u: a branch was modified directly (%s: '%*pE' in branch %d, %s); the union follows the branch. Counts: /sys/fs/unionfs/%u:%u/hazards\n",
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev),
 			  unionfs_hazard_names[kind], len, name, bindex, what,
 			  MAJOR(sb->s_dev), MINOR(sb->s_dev));

@@ -154,6 +154,28 @@ static int unionfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 	return 0;
 }
 
+/*
+ * A branch path in dirs= as unionfs_opt_unescape() reads it back: ':', '='
+ * and '\' after a '\'; ',', whitespace and control characters as octal
+ * \ooo (as seq_show_option() does: mount(2)'s option string splits at ',',
+ * mountinfo's fields at whitespace).
+ */
+static void unionfs_show_path(struct seq_file *m, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == ':' || c == '=' || c == '\\') {
+			seq_putc(m, '\\');
+			seq_putc(m, c);
+		} else if (c <= ' ' || c == ',' || c == 0x7f) {
+			seq_printf(m, "\\%03o", c);
+		} else {
+			seq_putc(m, c);
+		}
+	}
+}
+
 static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 {
 	struct unionfs_btable *bt = unionfs_bt_get(root->d_sb);
@@ -165,7 +187,7 @@ static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 
 		if (i)
 			seq_putc(m, ':');
-		seq_escape(m, br->name, ", \t\n\\");
+		unionfs_show_path(m, br->name);
 		seq_printf(m, "=%s", READ_ONCE(br->mode) == UNIONFS_BR_RW ?
 			   "rw" : "ro");
 	}
@@ -312,56 +334,165 @@ static void unionfs_free_specs(struct unionfs_fs_context *ctx)
 }
 
 /*
- * Split "dirs=/a[=rw]:/b[=ro]:..." into branch specs. The specs point into
- * ctx->dirs, which is modified in place.
+ * Branch paths in option values (dirs=, add=, del=, mode=) may hold any
+ * byte: "\:" "\=" "\\" "\," and octal "\ooo" (\040 a space, \054 a comma:
+ * mount(2)'s option string is split at every ',') stand for the byte, as
+ * unionfs_show_path() prints them. An unescaped ':' or '=' separates.
  */
-static int unionfs_parse_dirs(struct unionfs_fs_context *ctx)
-{
-	char *p = ctx->dirs, *elem;
-	int n = 1, i = 0;
-	char *c;
 
-	if (!*p) {
-		pr_warn("mount: empty branch list in dirs=\n");
+/*
+ * A refused mount or remount request: one kernel log line, and the same
+ * message in the fs_context log of an fsconfig(2) caller (read(2) of its fs
+ * fd gives "e unionfs: ..."); mount(2) callers have no log (fc->log.log).
+ * @fc may be NULL (the INCGEN ioctl).
+ */
+void unionfs_refuse(struct fs_context *fc, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_warn("%pV\n", &vaf);
+	if (fc && fc->log.log)
+		logfc(fc->log.log, fc->log.prefix, 'e', "%pV", &vaf);
+	va_end(args);
+}
+
+/* The first (or, @last, the last) unescaped @c in @s, or NULL. */
+char *unionfs_opt_find(char *s, char c, bool last)
+{
+	char *found = NULL;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1]) {
+			s++;
+			continue;
+		}
+		if (*s == c) {
+			found = s;
+			if (!last)
+				break;
+		}
+	}
+	return found;
+}
+
+static bool unionfs_isodigit(char c)
+{
+	return c >= '0' && c <= '7';
+}
+
+/* The length of the escape at @p (a '\\'), or 0 if it is not one. */
+static int unionfs_escape_len(const char *p)
+{
+	if (p[1] == ':' || p[1] == '=' || p[1] == '\\' || p[1] == ',')
+		return 2;
+	if (p[1] >= '0' && p[1] <= '3' && unionfs_isodigit(p[2]) &&
+	    unionfs_isodigit(p[3]) && (p[1] != '0' || p[2] != '0' || p[3] != '0'))
+		return 4;
+	return 0;
+}
+
+/*
+ * Decode the escapes of @s in place; on a bad one, one message "CTX: bad
+ * escape ..." and -EINVAL, @s unchanged.
+ */
+int unionfs_opt_unescape(struct fs_context *fc, char *s, const char *ctx)
+{
+	char *p, *d = s;
+	int len;
+
+	for (p = s; *p; p++) {
+		if (*p != '\\')
+			continue;
+		len = unionfs_escape_len(p);
+		if (!len) {
+			unionfs_refuse(fc,
+				       "%s: bad escape in '%*pE' (use \\: \\= \\\\ \\, or \\ooo)",
+				       ctx, (int)strlen(s), s);
+			return -EINVAL;
+		}
+		p += len - 1;
+	}
+	for (p = s; *p; ) {
+		if (*p != '\\') {
+			*d++ = *p++;
+			continue;
+		}
+		len = unionfs_escape_len(p);
+		if (len == 2)
+			*d++ = p[1];
+		else
+			*d++ = ((p[1] - '0') << 6) | ((p[2] - '0') << 3) |
+			       (p[3] - '0');
+		p += len;
+	}
+	*d = '\0';
+	return 0;
+}
+
+/*
+ * Split "dirs=/a[=rw]:/b[=ro]:..." into branch specs. The specs point into
+ * ctx->dirs, which is modified in place (separators cut, escapes decoded).
+ */
+static int unionfs_parse_dirs(struct fs_context *fc,
+			      struct unionfs_fs_context *ctx)
+{
+	char *elem, *next;
+	int n = 0, i = 0, err;
+
+	if (!*ctx->dirs) {
+		unionfs_refuse(fc, "mount: empty branch list in dirs=");
 		return -EINVAL;
 	}
-	for (c = p; *c; c++)
-		if (*c == ':')
-			n++;
+	for (elem = ctx->dirs; elem; n++) {
+		next = unionfs_opt_find(elem, ':', false);
+		elem = next ? next + 1 : NULL;
+	}
 	if (n > UNIONFS_MAX_BRANCHES) {
-		pr_warn("mount: %d branches given, at most %d supported\n",
-			n, UNIONFS_MAX_BRANCHES);
+		unionfs_refuse(fc, "mount: %d branches given, at most %d supported",
+			       n, UNIONFS_MAX_BRANCHES);
 		return -E2BIG;
 	}
 	ctx->specs = kcalloc(n, sizeof(*ctx->specs), GFP_KERNEL);
 	if (!ctx->specs)
 		return -ENOMEM;
-	while ((elem = strsep(&p, ":")) != NULL) {
-		char *eq = strrchr(elem, '=');
+	for (elem = ctx->dirs; elem; elem = next) {
 		int mode = UNIONFS_BR_RW;
+		char what[24], *eq;
 
+		next = unionfs_opt_find(elem, ':', false);
+		if (next)
+			*next++ = '\0';
+		snprintf(what, sizeof(what), "mount: branch %d", i);
+		eq = unionfs_opt_find(elem, '=', true);
 		if (eq) {
-			char what[24];
-
-			snprintf(what, sizeof(what), "mount: branch %d", i);
-			mode = unionfs_parse_mode(eq + 1, what);
+			mode = unionfs_parse_mode(fc, eq + 1, what);
 			if (mode < 0) {
-				unionfs_free_specs(ctx);
-				return mode;
+				err = mode;
+				goto fail;
 			}
 			*eq = '\0';
 		}
 		if (!*elem) {
-			pr_warn("mount: branch %d has an empty path\n", i);
-			unionfs_free_specs(ctx);
-			return -EINVAL;
+			unionfs_refuse(fc, "%s has an empty path", what);
+			err = -EINVAL;
+			goto fail;
 		}
+		err = unionfs_opt_unescape(fc, elem, what);
+		if (err)
+			goto fail;
 		ctx->specs[i].path = elem;
 		ctx->specs[i].mode = mode;
 		i++;
 	}
 	ctx->nspecs = i;
 	return 0;
+fail:
+	unionfs_free_specs(ctx);
+	return err;
 }
 
 static int unionfs_parse_param(struct fs_context *fc,
@@ -376,7 +507,8 @@ static int unionfs_parse_param(struct fs_context *fc,
 
 	opt = fs_parse(fc, unionfs_param_specs, param, &result);
 	if (opt == -ENOPARAM) {
-		pr_warn("mount: unknown option '%*pE'\n", (int)strlen(param->key), param->key);
+		unionfs_refuse(fc, "mount: unknown option '%*pE'",
+			       (int)strlen(param->key), param->key);
 		return -EINVAL;
 	}
 	if (opt < 0)
@@ -387,8 +519,9 @@ static int unionfs_parse_param(struct fs_context *fc,
 					-1);
 
 		if (c < 0) {
-			pr_warn("mount: unknown coherency '%*pE' (use none, reval or notify)\n",
-				(int)strlen(param->string), param->string);
+			unionfs_refuse(fc,
+				       "mount: unknown coherency '%*pE' (use none, reval or notify)",
+				       (int)strlen(param->string), param->string);
 			return -EINVAL;
 		}
 		ctx->coherency = c;
@@ -398,8 +531,8 @@ static int unionfs_parse_param(struct fs_context *fc,
 		int m = lookup_constant(unionfs_markers_tbl, param->string, -1);
 
 		if (m < 0) {
-			pr_warn("mount: unknown markers '%*pE' (use unionfs or oci)\n",
-				(int)strlen(param->string), param->string);
+			unionfs_refuse(fc, "mount: unknown markers '%*pE' (use unionfs or oci)",
+				       (int)strlen(param->string), param->string);
 			return -EINVAL;
 		}
 		ctx->markers = m;
@@ -407,8 +540,8 @@ static int unionfs_parse_param(struct fs_context *fc,
 	}
 	if (opt != OPT_DIRS &&
 	    fc->purpose != FS_CONTEXT_FOR_RECONFIGURE) {
-		pr_warn("mount: '%*pE' is a remount command (mount -o remount,%s=...)\n",
-			(int)strlen(param->key), param->key, param->key);
+		unionfs_refuse(fc, "mount: '%*pE' is a remount command (mount -o remount,%s=...)",
+			       (int)strlen(param->key), param->key, param->key);
 		return -EINVAL;
 	}
 	switch (opt) {
@@ -427,7 +560,8 @@ static int unionfs_parse_param(struct fs_context *fc,
 }
 
 /* Build the branches of @ctx into the table @bt (unionfs_branch_new). */
-static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
+static int unionfs_setup_branches(struct fs_context *fc,
+				  struct unionfs_sb_info *sbi,
 				  struct unionfs_btable *bt,
 				  struct unionfs_fs_context *ctx,
 				  int *stack_depth)
@@ -440,7 +574,7 @@ static int unionfs_setup_branches(struct unionfs_sb_info *sbi,
 		char what[24];
 
 		snprintf(what, sizeof(what), "mount: branch %d", i);
-		br = unionfs_branch_new(NULL, ctx->specs[i].path,
+		br = unionfs_branch_new(fc, NULL, ctx->specs[i].path,
 					ctx->specs[i].mode, bt->br, i, what);
 		if (IS_ERR(br))
 			return PTR_ERR(br);	/* kill_sb puts bt->br[0..i-1] */
@@ -479,11 +613,12 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	loff_t maxbytes = 0;
 
 	if (!ctx->dirs) {
-		pr_warn("mount: missing dirs= option (dirs=/branch0[=rw]:/branch1[=ro]:...)\n");
+		unionfs_refuse(fc,
+			       "mount: missing dirs= option (dirs=/branch0[=rw]:/branch1[=ro]:...)");
 		return -EINVAL;
 	}
 	if (!ctx->specs) {
-		err = unionfs_parse_dirs(ctx);
+		err = unionfs_parse_dirs(fc, ctx);
 		if (err)
 			return err;
 	}
@@ -517,14 +652,15 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 	bt->gen = 1;
 	RCU_INIT_POINTER(sbi->bt, bt);
-	err = unionfs_setup_branches(sbi, bt, ctx, &depth);
+	err = unionfs_setup_branches(fc, sbi, bt, ctx, &depth);
 	if (err)
 		return err;	/* kill_sb frees sbi and the table */
 
 	if (!(fc->sb_flags & SB_RDONLY) &&
 	    bt->br[0]->mode != UNIONFS_BR_RW) {
-		pr_warn("mount: leftmost branch '%*pE' must be rw unless the union is mounted ro\n",
-			(int)strlen(bt->br[0]->name), bt->br[0]->name);
+		unionfs_refuse(fc,
+			       "mount: leftmost branch '%*pE' must be rw unless the union is mounted ro",
+			       (int)strlen(bt->br[0]->name), bt->br[0]->name);
 		return -EINVAL;
 	}
 
@@ -581,15 +717,17 @@ static int unionfs_reconfigure(struct fs_context *fc)
 
 	if (ctx->coherency >= 0 &&
 	    ctx->coherency != UNIONFS_SB(sb)->coherency) {
-		pr_warn("remount: coherency=%s: the coherency mode is chosen at mount time (now %s)\n",
-			unionfs_coherency_names[ctx->coherency],
-			unionfs_coherency_names[UNIONFS_SB(sb)->coherency]);
+		unionfs_refuse(fc,
+			       "remount: coherency=%s: the coherency mode is chosen at mount time (now %s)",
+			       unionfs_coherency_names[ctx->coherency],
+			       unionfs_coherency_names[UNIONFS_SB(sb)->coherency]);
 		return -EINVAL;
 	}
 	if (ctx->markers >= 0 && ctx->markers != UNIONFS_SB(sb)->markers) {
-		pr_warn("remount: markers=%s: the markers are chosen at mount time (now %s)\n",
-			unionfs_markers_names[ctx->markers],
-			unionfs_markers_names[UNIONFS_SB(sb)->markers]);
+		unionfs_refuse(fc,
+			       "remount: markers=%s: the markers are chosen at mount time (now %s)",
+			       unionfs_markers_names[ctx->markers],
+			       unionfs_markers_names[UNIONFS_SB(sb)->markers]);
 		return -EINVAL;
 	}
 	sync_filesystem(sb);
@@ -597,7 +735,7 @@ static int unionfs_reconfigure(struct fs_context *fc)
 	if (ctx->dirs) {
 		/* mount(8) passes dirs= back on remount: accept it unchanged */
 		if (!ctx->specs) {
-			err = unionfs_parse_dirs(ctx);
+			err = unionfs_parse_dirs(fc, ctx);
 			if (err)
 				goto out;
 		}
@@ -617,17 +755,17 @@ static int unionfs_reconfigure(struct fs_context *fc)
 		}
 	}
 	if (ctx->cmds) {
-		err = unionfs_remount_branches(sb, ctx->cmds, ro);
+		err = unionfs_remount_branches(fc, sb, ctx->cmds, ro);
 		goto out;
 	}
 	if (!ro && READ_ONCE(bt->br[0]->mode) != UNIONFS_BR_RW) {
-		pr_warn("remount: leftmost branch '%*pE' is ro; the union must stay ro\n",
-			(int)strlen(bt->br[0]->name), bt->br[0]->name);
+		unionfs_refuse(fc, "remount: leftmost branch '%*pE' is ro; the union must stay ro",
+			       (int)strlen(bt->br[0]->name), bt->br[0]->name);
 		err = -EINVAL;
 	}
 	goto out;
 changed:
-	pr_warn("remount: dirs= cannot change the branch list; use add=, del= or mode=\n");
+	unionfs_refuse(fc, "remount: dirs= cannot change the branch list; use add=, del= or mode=");
 	err = -EINVAL;
 out:
 	unionfs_bt_put(bt);

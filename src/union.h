@@ -61,6 +61,7 @@
 #define pr_fmt(fmt) "unionfs: " fmt
 
 #include <linux/fs.h>
+#include <linux/fs_context.h>
 #include <linux/cred.h>
 #include <linux/dcache.h>
 #include <linux/mount.h>
@@ -404,6 +405,17 @@ void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend);
 /* super.c */
 extern struct file_system_type unionfs_fs_type;
 const struct cred *unionfs_override_creds(struct super_block *sb);
+char *unionfs_opt_find(char *s, char c, bool last);
+int unionfs_opt_unescape(struct fs_context *fc, char *s, const char *ctx);
+
+/*
+ * A refused mount or remount request: one kernel log line, and the same
+ * message in the fs_context log of an fsconfig(2) caller (read(2) of its fs
+ * fd gives "e unionfs: ..."); mount(2) callers have no log (fc->log.log).
+ * @fc may be NULL (the INCGEN ioctl).
+ */
+__printf(2, 3)
+void unionfs_refuse(struct fs_context *fc, const char *fmt, ...);
 
 /* branch.c */
 struct unionfs_btable *unionfs_bt_get(struct super_block *sb);
@@ -411,8 +423,10 @@ void unionfs_bt_put(struct unionfs_btable *bt);
 struct unionfs_btable *unionfs_bt_alloc(struct super_block *sb, int nbr);
 void unionfs_branch_put(struct unionfs_branch *br);
 int unionfs_branch_hold(struct unionfs_branch *br);
-int unionfs_parse_mode(const char *s, const char *ctx);
-struct unionfs_branch *unionfs_branch_new(struct super_block *sb,
+int unionfs_parse_mode(struct fs_context *fc, const char *s,
+		       const char *ctx);
+struct unionfs_branch *unionfs_branch_new(struct fs_context *fc,
+					  struct super_block *sb,
 					  const char *path, int mode,
 					  struct unionfs_branch *const *existing,
 					  int n, const char *ctx);
@@ -420,8 +434,8 @@ void unionfs_prune_inodes(struct super_block *sb);
 bool unionfs_branch_is(struct unionfs_branch *br, const struct path *path);
 int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br);
 struct unionfs_dentry_info *unionfs_root_dinfo(struct unionfs_btable *bt);
-int unionfs_remount_branches(struct super_block *sb, char *cmds,
-			     bool sb_ro);
+int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
+			     char *cmds, bool sb_ro);
 void unionfs_bump_gen(struct super_block *sb, const char *cause);
 
 /* lookup.c */

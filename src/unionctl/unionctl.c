@@ -66,7 +66,9 @@ static void usage_to(FILE *out, int status)
 		"       %s --help | --version\n"
 		"--add without --before/--after: a rw branch becomes branch 0, a ro\n"
 		"branch goes just below branch 0 (a rw union's branch 0 must be rw).\n"
-		"--busy: the processes whose cwd, root or open files are on branch BR.\n"
+		"--busy: the processes whose cwd, root, open files or memory mappings\n"
+		"are on branch BR (\"(stale table)\": opened before a branch change,\n"
+		"it pins the branches of the table it was opened with).\n"
 		"--fsck: check branch directories, highest priority first, of a union\n"
 		"that is not mounted: leftover copy-up temporaries, whiteouts beside\n"
 		"the name they hide, whiteouts that hide nothing; --repair removes them.\n",
@@ -94,6 +96,31 @@ static void unescape(char *s)
 		}
 	}
 	*d = '\0';
+}
+
+/*
+ * @path as a branch path in a remount command (add=, del=, mode=): ':', '='
+ * and '\\' after a '\\', ',' and whitespace as octal (mount(2)'s option
+ * string splits at ','), as the module reads dirs= (unionfs(5) "Escapes").
+ */
+static const char *opt_escape(const char *path, char *out, size_t n)
+{
+	size_t o = 0;
+
+	for (; *path && o + 5 < n; path++) {
+		unsigned char c = *path;
+
+		if (c == ':' || c == '=' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = c;
+		} else if (c <= ' ' || c == ',' || c == 0x7f) {
+			o += snprintf(out + o, n - o, "\\%03o", c);
+		} else {
+			out[o++] = c;
+		}
+	}
+	out[o] = '\0';
+	return out;
 }
 
 /*
@@ -338,6 +365,31 @@ static void mount_opt(const char *key, const char *dflt, char *out, size_t n)
 	}
 }
 
+/* /sys/fs/unionfs/MAJ:MIN/hazards ("NAME COUNT" lines) as JSON members */
+static void hazards_json(const char *real)
+{
+	char path[64], name[64];
+	unsigned long long n;
+	struct stat st;
+	int first = 1;
+	FILE *f;
+
+	if (stat(real, &st))
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/unionfs/%u:%u/hazards",
+		 major(st.st_dev), minor(st.st_dev));
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %llu", name, &n) == 2) {
+		printf("%s", first ? "" : ", ");
+		json_str(name);
+		printf(": %llu", n);
+		first = 0;
+	}
+	fclose(f);
+}
+
 static int list_json(const char *mnt)
 {
 	struct unionfs_query q;
@@ -371,14 +423,18 @@ static int list_json(const char *mnt)
 		json_str(branches[i].mode);
 		putchar('}');
 	}
-	printf("]}\n");
+	printf("], \"hazards\": {");
+	hazards_json(real);
+	printf("}}\n");
 	return 0;
 }
 
 /*
  * Does the object open as @fd (a union object) have an entry on branch
  * @br? Files: the branch that serves them (the first holding the name);
- * directories: any branch they merge.
+ * directories: any branch they merge. 2: QUERYFILE says ESTALE, the object
+ * was opened before a branch change and still holds the table it was opened
+ * with, whose branches stay pinned (which of them it uses is not known).
  */
 static int on_branch(int fd, dev_t dev, int br)
 {
@@ -390,7 +446,7 @@ static int on_branch(int fd, dev_t dev, int br)
 		return 0;
 	memset(&q, 0, sizeof(q));
 	if (ioctl(fd, UNIONFS_IOCTL_QUERYFILE, &q) < 0)
-		return 0;
+		return errno == ESTALE ? 2 : 0;
 	if (S_ISDIR(st.st_mode))
 		return !!(q.branches[br / 64] & (1ULL << (br % 64)));
 	for (i = 0; i < (int)q.nbranches && i < UNIONFS_MAX_BRANCHES; i++)
@@ -420,13 +476,74 @@ static int busy_one(const char *pid, const char *comm, const char *what,
 		return 0;
 	n = readlink(link, target, sizeof(target) - 1);
 	target[n < 0 ? 0 : n] = '\0';
-	printf("%-7s %-15s %-6s %s\n", pid, comm, what, target);
+	printf("%-7s %-15s %-6s %s%s\n", pid, comm, what, target,
+	       hit == 2 ? " (stale table)" : "");
 	return 1;
+}
+
+/*
+ * The mappings of union files on branch @br in /proc/@pid/maps: the union
+ * maps the branch's file itself (the module's unionfs_mmap), so maps shows
+ * the branch file's dev:ino and its path in the branch (the union holds the
+ * branch through a private mount rooted at the branch directory). A mapping
+ * whose path, taken under @br, is that same file is one; each file once.
+ */
+static int busy_maps(const char *pid, const char *comm, const char *mnt,
+		     int br)
+{
+	char path[PATH_MAX], line[PATH_MAX + 256], file[PATH_MAX * 2];
+	const char *root = branches[br].path;
+	unsigned long long seen[64][2];
+	int nseen = 0, found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int maj, min;
+		unsigned long long ino;
+		struct stat st;
+		int off = 0, i;
+		char *p;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%*x-%*x %*s %*x %x:%x %llu %n", &maj, &min,
+			   &ino, &off) != 3 || !off || !ino)
+			continue;
+		p = line + off;
+		if (*p != '/')
+			continue;
+		for (i = 0; i < nseen; i++)
+			if (seen[i][0] == makedev(maj, min) && seen[i][1] == ino)
+				break;
+		if (i < nseen)
+			continue;
+		snprintf(file, sizeof(file), "%s%s", strcmp(root, "/") ? root : "",
+			 p);
+		if (stat(file, &st) || st.st_dev != makedev(maj, min) ||
+		    st.st_ino != ino)
+			continue;
+		/* the branch's file mapped directly, not through the union */
+		if (strcmp(root, "/") && !stat(p, &st) &&
+		    st.st_dev == makedev(maj, min) && st.st_ino == ino)
+			continue;
+		if (nseen < 64) {
+			seen[nseen][0] = makedev(maj, min);
+			seen[nseen++][1] = ino;
+		}
+		printf("%-7s %-15s %-6s %s%s\n", pid, comm, "mmap",
+		       strcmp(mnt, "/") ? mnt : "", p);
+		found++;
+	}
+	fclose(f);
+	return found;
 }
 
 static int busy(const char *mnt, const char *dir)
 {
-	char path[PATH_MAX + 64], comm[64];
+	char path[PATH_MAX + 64], comm[64], m[PATH_MAX];
 	struct dirent *p, *f;
 	struct stat st;
 	DIR *proc, *fds;
@@ -438,7 +555,7 @@ static int busy(const char *mnt, const char *dir)
 			mnt);
 		return 2;
 	}
-	if (stat(mnt, &st)) {
+	if (stat(mnt, &st) || !realpath(mnt, m)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, mnt, strerror(errno));
 		return 2;
 	}
@@ -464,6 +581,7 @@ static int busy(const char *mnt, const char *dir)
 		found += busy_one(p->d_name, comm, "cwd", path, st.st_dev, br);
 		snprintf(path, sizeof(path), "/proc/%s/root", p->d_name);
 		found += busy_one(p->d_name, comm, "root", path, st.st_dev, br);
+		found += busy_maps(p->d_name, comm, m, br);
 		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
 		fds = opendir(path);
 		if (!fds)
@@ -686,7 +804,8 @@ int main(int argc, char **argv)
 		{}
 	};
 	const char *mnt, *before = NULL, *after = NULL, *arg = NULL;
-	char cmd[PATH_MAX * 2 + 16];
+	char cmd[PATH_MAX * 8 + 16], e1[PATH_MAX * 4], e2[PATH_MAX * 4];
+	char dir[PATH_MAX];
 	int c, op = 0, json = 0;
 
 	opterr = 0;
@@ -757,14 +876,17 @@ int main(int argc, char **argv)
 				arg, mnt);
 			return 1;
 		}
-		snprintf(cmd, sizeof(cmd), "del=%s", arg);
+		snprintf(cmd, sizeof(cmd), "del=%s",
+			 opt_escape(arg, e1, sizeof(e1)));
 		return remount(mnt, cmd);
 	case O_MODE: {
 		const char *eq = strrchr(arg, '=');
 
 		if (!eq || (strcmp(eq, "=ro") && strcmp(eq, "=rw")))
 			usage();
-		snprintf(cmd, sizeof(cmd), "mode=%s", arg);
+		snprintf(dir, sizeof(dir), "%.*s", (int)(eq - arg), arg);
+		snprintf(cmd, sizeof(cmd), "mode=%s%s",
+			 opt_escape(dir, e1, sizeof(e1)), eq);
 		return remount(mnt, cmd);
 	}
 	}
@@ -791,9 +913,21 @@ int main(int argc, char **argv)
 			mnt);
 		return 1;
 	}
+	{
+		/* DIR[=ro|rw]: only a trailing =ro or =rw is the mode */
+		const char *eq = strrchr(arg, '=');
+
+		if (!eq || (strcmp(eq, "=ro") && strcmp(eq, "=rw")))
+			eq = arg + strlen(arg);
+		snprintf(dir, sizeof(dir), "%.*s", (int)(eq - arg), arg);
+		opt_escape(dir, e1, sizeof(e1));
+	}
 	if (before)
-		snprintf(cmd, sizeof(cmd), "add=%s:%s", before, arg);
+		snprintf(cmd, sizeof(cmd), "add=%s:%s%s",
+			 opt_escape(before, e2, sizeof(e2)), e1,
+			 arg[strlen(dir)] ? arg + strlen(dir) : "");
 	else
-		snprintf(cmd, sizeof(cmd), "add=%s", arg);
+		snprintf(cmd, sizeof(cmd), "add=%s%s", e1,
+			 arg[strlen(dir)] ? arg + strlen(dir) : "");
 	return remount(mnt, cmd);
 }

@@ -11,6 +11,7 @@ B0=$T/b0 B1=$T/b1 B2="$T/b 2"$'\n'"x" M=$T/m
 mkdir -p "$B0" "$B1" "$B2" "$M"
 devdir() { awk -v m="$1" '$5 == m { d = $3 } END { print "/sys/fs/unionfs/" d }' /proc/self/mountinfo; }
 
+dmesg_mark
 check "mount" mount -i -t unionfs -o "coherency=notify,markers=oci,dirs=$B0=rw:$B1=ro" none "$M"
 D=$(devdir "$M")
 check "the union's directory is /sys/fs/unionfs/MAJ:MIN of its st_dev" test -d "$D"
@@ -36,6 +37,11 @@ is "del= shows" "$($S remount "$M" "del=$B2") $(wc -l < "$D/branches")" "OK 2"
 # a direct change is counted
 ls "$M" > /dev/null; echo direct > "$B1/direct"; ls "$M" > /dev/null; rm "$B1/direct"; ls "$M" > /dev/null
 is "hazards count direct changes (notify)" "$(awk '{ s += $2 } END { print (s > 0) }' "$D/hazards")" 1
+is "the notice points at this union's sysfs hazards, not debugfs" \
+	"$(dmesg_since_mark | grep -c "modified directly .*Counts: $D/hazards\$")" 1
+is "unionctl --list --json: the hazard counts of sysfs" \
+	"$(build/unionctl "$M" --list --json | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["hazards"].values()))')" \
+	"$(awk '{ s += $2 } END { print s }' "$D/hazards")"
 # two unions: two directories
 M2=$T/m2; mkdir -p "$M2" "$T/c0"
 check "second union" mount -i -t unionfs -o "dirs=$T/c0" none "$M2"

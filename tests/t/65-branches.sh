@@ -124,7 +124,28 @@ is "unionctl --busy: a file on s0 is listed for s0, not for s1" \
 	"$($U "$M2" --busy "$T/s0" | awk -v me=$$ '$1 == me { print $3, $4 }') / $($U "$M2" --busy "$T/s1" | awk -v me=$$ '$1 == me && $3 == "fd6"')" \
 	"fd6 $M2/upfile / "
 exec 6<&-
+# a mapping outlives its fd: the process still uses the branch's file
+python3 -c 'import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+addr = libc.mmap(None, 4096, 1, 1, fd, 0)	# PROT_READ, MAP_SHARED (python mmap keeps a dup of the fd)
+os.close(fd)
+print("ready" if addr not in (None, ctypes.c_void_p(-1).value) else "mmap failed", flush=True)
+time.sleep(30)' "$M2/lowfile" > "$T/mm.out" 5<&- & mpid=$!
+for i in $(seq 50); do grep -q . "$T/mm.out" && break; sleep 0.1; done
+is "a process maps a union file on s1 and closes its fd" "$(cat "$T/mm.out") $(ls -l /proc/$mpid/fd | grep -c "$M2")" "ready 0"
+is "unionctl --busy s1: a mapping of a union file whose fd is closed" \
+	"$($U "$M2" --busy "$T/s1" | awk -v p=$mpid '$1 == p { print $3, $4 }')" "mmap $M2/lowfile"
+is "... not listed for s0" "$($U "$M2" --busy "$T/s0" | awk -v p=$mpid '$1 == p')" ""
+kill $mpid 2>/dev/null; wait $mpid 2>/dev/null
+# an object opened before a branch change (QUERYFILE: ESTALE) pins the earlier table's branches
+check "a branch change while fd5 is open" $U "$M2" --add "$T/s2=ro" --after "$T/s1"
+is "unionctl --busy s1: an fd of an earlier table is listed as a stale table" \
+	"$($U "$M2" --busy "$T/s1" | awk -v me=$$ '$1 == me && $3 == "fd5" { print $4, $5, $6 }')" "$M2/lowfile (stale table)"
 exec 5<&-; kill $bpid 2>/dev/null; wait $bpid 2>/dev/null
+check "unionctl --remove s2 again" $U "$M2" --remove "$T/s2"
 touch "$T/s0/.wh..wh.unionfs.77"
 $U --fsck --repair "$T/s0" "$T/s1" > /dev/null 2> "$T/fsck.err"; rc=$?
 is "unionctl --fsck --repair refuses a mounted union's branches: exit 8, a line for each" "$rc $(grep -c "is a branch of the union mounted at $M2" "$T/fsck.err")" "8 2"
