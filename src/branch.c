@@ -493,8 +493,8 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 		return err;
 	}
 	old = root->d_fsdata;
-	WRITE_ONCE(root->d_fsdata, ud);
-	list_add(&old->retired, &sbi->retired);	/* in-flight users */
+	/* published whole: readers take the info with unionfs_dinfo_get() */
+	smp_store_release(&root->d_fsdata, ud);
 
 	oldbt = rcu_dereference_protected(sbi->bt,
 					  lockdep_is_held(&sbi->bt_lock));
@@ -503,6 +503,11 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 	/* the root is never dropped: its branch vector is rebuilt in place */
 	trace_unionfs_revalidate(sb, "/", old->generation, bt->gen, "rebuilt",
 				 cause);
+	/*
+	 * The old info goes now, or when the last operation that took it
+	 * is done: with it the old branches (a deleted one's mount).
+	 */
+	unionfs_free_dinfo(old);
 	unionfs_bt_put(oldbt);
 	shrink_dcache_sb(sb);
 	return 0;

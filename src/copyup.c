@@ -992,17 +992,19 @@ int unionfs_copyup_parents(struct dentry *dentry, int t)
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len)
 {
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	int bstart, bend, t;
 
 	unionfs_get_range(dentry, &bstart, &bend);
 	if (bstart < 0)
-		return -ESTALE;
-	if (unionfs_branch_writable(bt, bstart))
-		return 0;
-	t = unionfs_nearest_writable(bt, bstart);
-	if (t < 0)
-		return t;
+		t = -ESTALE;
+	else if (unionfs_branch_writable(bt, bstart))
+		t = INT_MAX;
+	else
+		t = unionfs_nearest_writable(bt, bstart);
+	unionfs_bt_put(bt);
+	if (t < 0 || t == INT_MAX)
+		return t < 0 ? t : 0;
 	return unionfs_copyup_dentry(dentry, t, reason, len);
 }
 

@@ -476,6 +476,16 @@ static int unionfs_coherency_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(unionfs_coherency);
 
+/* live dentry infos: bounded by the cached dentries, whatever the remounts */
+static int unionfs_dinfos_show(struct seq_file *m, void *v)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB((struct super_block *)m->private);
+
+	seq_printf(m, "%ld\n", atomic_long_read(&sbi->ndinfo));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(unionfs_dinfos);
+
 void unionfs_debugfs_mount(struct super_block *sb)
 {
 	struct dentry *dir;
@@ -491,6 +501,8 @@ void unionfs_debugfs_mount(struct super_block *sb)
 			    &unionfs_hazards_fops);
 	debugfs_create_file("coherency", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
 			    &unionfs_coherency_fops);
+	debugfs_create_file("dinfos", 0444, UNIONFS_SB(sb)->debugfs_dir, sb,
+			    &unionfs_dinfos_fops);
 }
 
 void unionfs_debugfs_umount(struct super_block *sb)

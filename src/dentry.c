@@ -2,11 +2,14 @@
 /*
  * unionfs: dentry operations and revalidation by generation number.
  *
- * Every union dentry records the superblock generation it was built at.
- * A dentry whose generation is older than the superblock's is invalid: the
- * VFS drops it and looks the name up again, which rebuilds its branch
- * vector (the 2007 design re-interposed in place; the 6.1 VFS wants
- * d_invalidate + a fresh lookup instead).
+ * Every union dentry records the branch table (generation) it was built
+ * against. One on an older table is looked up again at its next walk, and
+ * unionfs_reval_decide() alone says what the result means: refreshed or
+ * rekeyed in place, kept, or dropped for a fresh lookup. The root is
+ * rebuilt in place by the branch change itself (branch.c).
+ *
+ * Dentry infos are reference counted (unionfs_dinfo_get()): a replaced
+ * info lives on only while an operation that took it is still running.
  */
 #include "union.h"
 
@@ -19,8 +22,8 @@ struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
 	ud = kzalloc(struct_size(ud, lower, bt->nbr), GFP_KERNEL);
 	if (!ud)
 		return NULL;
+	refcount_set(&ud->ref, 1);
 	spin_lock_init(&ud->lock);
-	INIT_LIST_HEAD(&ud->retired);
 	ud->bstart = -1;
 	ud->bend = -1;
 	ud->bopaque = -1;
@@ -29,27 +32,114 @@ struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
 	ud->generation = bt->gen;
 	refcount_inc(&bt->ref);
 	ud->bt = bt;
+	atomic_long_inc(&UNIONFS_SB(bt->sb)->ndinfo);
 	return ud;
 }
 
-/* Free @ud and the infos it replaced (unionfs_dinfo_install()). */
-void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
+/* A new info for a child of @parent, on the parent's table; or NULL. */
+struct unionfs_dentry_info *unionfs_alloc_dinfo_at(struct dentry *parent)
+{
+	struct unionfs_dentry_info *pud = unionfs_dinfo_get(parent), *ud;
+
+	if (!pud)
+		return NULL;
+	ud = unionfs_alloc_dinfo(pud->bt);
+	unionfs_dinfo_put(pud);
+	return ud;
+}
+
+/* The last reference to @ud is gone: release what it holds. */
+static void unionfs_dinfo_destroy(struct unionfs_dentry_info *ud)
 {
 	struct unionfs_dentry_info *prev;
 	int i;
 
 	for (; ud; ud = prev) {
 		prev = ud->prev;
+		if (prev && !refcount_dec_and_test(&prev->ref))
+			prev = NULL;
 		for (i = 0; i < ud->nbr; i++)
 			dput(ud->lower[i]);
+		atomic_long_dec(&UNIONFS_SB(ud->bt->sb)->ndinfo);
 		unionfs_bt_put(ud->bt);
 		kfree_rcu(ud, rcu);
 	}
 }
 
-struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex)
+static void unionfs_dinfo_work(struct work_struct *work)
 {
-	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
+	unionfs_dinfo_destroy(container_of(work, struct unionfs_dentry_info,
+					   work));
+}
+
+/*
+ * Drop the owner's reference to @ud (a dentry's d_fsdata, or an info never
+ * published): it and the infos it replaced are freed unless a user still
+ * holds them.
+ */
+void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
+{
+	if (ud && refcount_dec_and_test(&ud->ref))
+		unionfs_dinfo_destroy(ud);
+}
+
+/*
+ * @dentry's current info, referenced: it stays (with its branch table,
+ * its lower dentries and the branch mounts) until unionfs_dinfo_put(),
+ * even if a branch change replaces it meanwhile. NULL if it has none.
+ */
+struct unionfs_dentry_info *unionfs_dinfo_get(struct dentry *dentry)
+{
+	struct unionfs_dentry_info *ud;
+
+	rcu_read_lock();
+	for (;;) {
+		ud = READ_ONCE(dentry->d_fsdata);
+		if (!ud || refcount_inc_not_zero(&ud->ref))
+			break;
+		/* released meanwhile: its successor is published first */
+		if (READ_ONCE(dentry->d_fsdata) == ud) {
+			ud = NULL;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return ud;
+}
+
+/*
+ * Drop a user's reference. The last one (the info was replaced while in
+ * use) frees it from a work item: this may be any context, and releasing
+ * a branch unmounts its private mount.
+ */
+void unionfs_dinfo_put(struct unionfs_dentry_info *ud)
+{
+	if (ud && refcount_dec_and_test(&ud->ref)) {
+		INIT_WORK(&ud->work, unionfs_dinfo_work);
+		unionfs_inode_wq_queue(&ud->work);
+	}
+}
+
+/*
+ * The branch table of @dentry's current info, referenced (unionfs_bt_put()):
+ * for an operation that uses it across a sleep on a dentry whose info a
+ * branch change may replace meanwhile (the root's).
+ */
+struct unionfs_btable *unionfs_dbt_get(struct dentry *dentry)
+{
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct unionfs_btable *bt;
+
+	if (WARN_ON_ONCE(!ud))
+		return unionfs_bt_get(dentry->d_sb);
+	bt = ud->bt;
+	refcount_inc(&bt->ref);
+	unionfs_dinfo_put(ud);
+	return bt;
+}
+
+struct dentry *unionfs_ud_lower_get(struct unionfs_dentry_info *ud, int bindex)
+{
 	struct dentry *ld = NULL;
 
 	if (!ud || bindex < 0 || bindex >= ud->nbr)
@@ -61,9 +151,17 @@ struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex)
 	return ld;
 }
 
+struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex)
+{
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct dentry *ld = unionfs_ud_lower_get(ud, bindex);
+
+	unionfs_dinfo_put(ud);
+	return ld;
+}
+
 /* The winning lower dentry of @ud, referenced; *bindex gets its branch. */
-static struct dentry *unionfs_lower_top_get_info(struct unionfs_dentry_info *ud,
-						 int *bindex)
+struct dentry *unionfs_ud_top_get(struct unionfs_dentry_info *ud, int *bindex)
 {
 	struct dentry *ld = NULL;
 
@@ -81,13 +179,15 @@ static struct dentry *unionfs_lower_top_get_info(struct unionfs_dentry_info *ud,
 
 struct dentry *unionfs_lower_top_get(struct dentry *dentry, int *bindex)
 {
-	return unionfs_lower_top_get_info(UNIONFS_D(dentry), bindex);
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct dentry *ld = unionfs_ud_top_get(ud, bindex);
+
+	unionfs_dinfo_put(ud);
+	return ld;
 }
 
-void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
+void unionfs_ud_range(struct unionfs_dentry_info *ud, int *bstart, int *bend)
 {
-	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
-
 	if (!ud) {
 		*bstart = -1;
 		*bend = -1;
@@ -97,6 +197,14 @@ void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
 	*bstart = ud->bstart;
 	*bend = ud->bend;
 	spin_unlock(&ud->lock);
+}
+
+void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
+{
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+
+	unionfs_ud_range(ud, bstart, bend);
+	unionfs_dinfo_put(ud);
 }
 
 /* Trace a revalidation result (out of line: the name copy's stack). */
@@ -226,6 +334,11 @@ static int unionfs_key_test(struct inode *inode, void *data)
  * again now; @locked: the parent's lock (shared) and the object's copy-up
  * lock are held, so no change of ours is half done.
  *
+ * - no fresh lookup (@fresh NULL: the parent is itself on an older table,
+ *   the object's copy-up lock is busy, the lookup failed with @err, or a
+ *   change raced the refresh): a mountpoint and any other positive dentry
+ *   are kept (in use, or looked up again at their next use), unless the
+ *   lookup said ESTALE; a negative one is dropped;
  * - negative: stays negative in place (same table), else dropped;
  * - the same object: refreshed in place (its range may differ);
  * - another object of the same type: a directory (or a mountpoint) is
@@ -237,10 +350,15 @@ static int unionfs_key_test(struct inode *inode, void *data)
  */
 static int unionfs_reval_decide(struct dentry *dentry,
 				struct unionfs_dentry_info *ud,
-				struct unionfs_dentry_info *fresh, bool locked)
+				struct unionfs_dentry_info *fresh, bool locked,
+				int err)
 {
 	struct inode *inode = d_inode(dentry), *top, *other;
 	bool keep = d_mountpoint(dentry) || (d_is_dir(dentry) && !locked);
+
+	if (!fresh)
+		return d_mountpoint(dentry) || (inode && err != -ESTALE) ?
+		       UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
 
 	/*
 	 * A new table: what nobody uses (a reference besides the walk's:
@@ -338,7 +456,7 @@ static int unionfs_reval_inode(struct inode *inode,
 	struct dentry *top;
 	int b, err = 0;
 
-	top = unionfs_lower_top_get_info(ud, &b);
+	top = unionfs_ud_top_get(ud, &b);
 	if (!top)
 		return -ESTALE;
 	if (rekey)
@@ -349,6 +467,16 @@ static int unionfs_reval_inode(struct inode *inode,
 	unionfs_copy_attr(inode, d_inode(top));
 	dput(top);
 	return err;
+}
+
+/* The generation of @parent's table (0 if it has none). */
+int unionfs_dentry_gen(struct dentry *parent)
+{
+	struct unionfs_dentry_info *pud = unionfs_dinfo_get(parent);
+	int gen = pud ? READ_ONCE(pud->bt->gen) : 0;
+
+	unionfs_dinfo_put(pud);
+	return gen;
 }
 
 /*
@@ -389,20 +517,16 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 	unionfs_dstate_get(dentry, ud, &s0);
 
 	ret = 1;
-	rv = UNIONFS_RV_KEEP;
+	err = 0;
 	fresh = NULL;
-	/* a parent built on an older table: an object in use keeps it */
-	if (READ_ONCE(unionfs_dbt(parent)->gen) != sbgen) {
-		if (!inode)
-			rv = UNIONFS_RV_DROP;
-		why = "parent-stale";
-		goto out;
+	if (unionfs_dentry_gen(parent) != sbgen) {
+		why = "parent-stale";	/* looked up again below it later */
+	} else if (inode && !culocked) {
+		/* a positive dentry changes only under its copy-up lock */
+	} else {
+		err = -ENOMEM;
+		fresh = unionfs_alloc_dinfo_at(parent);
 	}
-	/* a positive dentry changes only under its copy-up lock */
-	if (inode && !culocked)
-		goto out;
-	err = -ENOMEM;
-	fresh = unionfs_alloc_dinfo(unionfs_dbt(parent));
 	if (fresh) {
 		fresh->psnap = unionfs_dir_snap(pinode);
 		fresh->nseq = nseq;
@@ -410,25 +534,26 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 		err = unionfs_lookup_branches(parent, &name.name, fresh, 0,
 					      true);
 		revert_creds(old);
+		if (err) {
+			unionfs_free_dinfo(fresh);
+			fresh = NULL;
+		}
 	}
-	if (err) {
-		/* as the lookup would: fail the walk (a mountpoint stays) */
-		if (!d_mountpoint(dentry))
-			ret = err == -ESTALE ? 0 : err;
+	if (err)
 		why = "lookup-error";
-		goto out;
-	}
-	rv = unionfs_reval_decide(dentry, ud, fresh, locked);
-	if (report && locked && fresh->bt == ud->bt)
+	rv = unionfs_reval_decide(dentry, ud, fresh, locked, err);
+	/* as the lookup would: a kept name fails the walk with the error */
+	if (err && rv == UNIONFS_RV_KEEP && !d_mountpoint(dentry))
+		ret = err;
+	if (fresh && report && locked && fresh->bt == ud->bt)
 		unionfs_reval_hazard(dentry, ud, fresh, &name.name);
 	if (rv == UNIONFS_RV_REFRESH || rv == UNIONFS_RV_REKEY) {
 		cur = unionfs_dinfo_install(dentry, ud, fresh, &s0);
 		fresh = NULL;
 		if (!cur) {
-			rv = UNIONFS_RV_KEEP;	/* changed meanwhile */
+			/* changed meanwhile: what is there now stands */
 			why = "raced";
-			if (!inode)
-				rv = UNIONFS_RV_DROP;
+			rv = unionfs_reval_decide(dentry, ud, NULL, locked, 0);
 		} else if (inode) {
 			err = unionfs_reval_inode(inode, cur,
 						  rv == UNIONFS_RV_REKEY);
@@ -436,7 +561,6 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 				ret = err;
 		}
 	}
-out:
 	if (rv == UNIONFS_RV_DROP)
 		ret = 0;
 	if (trace_unionfs_revalidate_enabled()) {
@@ -597,7 +721,8 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		return 1;
 	/*
 	 * The infos a generation change replaced are for in-flight users,
-	 * who hold a reference: with only the walk's left, they are unused.
+	 * who hold a reference to the dentry (most use its info unpinned):
+	 * with only the walk's left, they are unused.
 	 */
 	if (unlikely(ud->prev) && !(flags & LOOKUP_RCU) &&
 	    d_count(dentry) <= 1) {

@@ -55,6 +55,12 @@ void unionfs_inode_wq_flush(void)
 	flush_workqueue(unionfs_wq);
 }
 
+/* Deferred release work that must be done before a union's umount ends. */
+void unionfs_inode_wq_queue(struct work_struct *work)
+{
+	queue_work(unionfs_wq, work);
+}
+
 void unionfs_inode_wq_exit(void)
 {
 	rcu_barrier();
@@ -583,14 +589,18 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 {
 	struct dentry *dentry = path->dentry;
 	struct inode *inode = d_inode(dentry);
+	/* one info throughout: the root's may be replaced meanwhile */
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
 	struct path lpath;
 	int b, bstart, bend, err;
 	u64 ino;
 
-	lpath.dentry = unionfs_lower_top_get(dentry, &b);
-	if (!lpath.dentry)
+	lpath.dentry = unionfs_ud_top_get(ud, &b);
+	if (!lpath.dentry) {
+		unionfs_dinfo_put(ud);
 		return -ESTALE;
-	lpath.mnt = unionfs_mnt(unionfs_dbt(dentry), b);
+	}
+	lpath.mnt = unionfs_mnt(ud->bt, b);
 	err = unionfs_do_getattr(dentry->d_sb, b, &lpath, stat, request_mask,
 				 flags);
 	if (!err && d_really_is_positive(lpath.dentry))
@@ -603,11 +613,12 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 	 * own (st_dev, st_ino) for a non-directory, as overlayfs does; a
 	 * directory keeps the union's st_dev with a number valid while cached.
 	 */
-	ino = err ? 0 : unionfs_ino(unionfs_br(unionfs_dbt(dentry), b),
-				    stat->ino);
+	ino = err ? 0 : unionfs_ino(unionfs_br(ud->bt, b), stat->ino);
 	if (!err && stat->dev != d_inode(lpath.dentry)->i_sb->s_dev)
 		ino = 0;
 	dput(lpath.dentry);
+	unionfs_ud_range(ud, &bstart, &bend);
+	unionfs_dinfo_put(ud);
 	if (err)
 		return err;
 	if (ino) {
@@ -617,7 +628,6 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 		stat->dev = dentry->d_sb->s_dev;
 		stat->ino = READ_ONCE(inode->i_ino);
 	}
-	unionfs_get_range(dentry, &bstart, &bend);
 	if (S_ISDIR(inode->i_mode) && bend > bstart)
 		stat->nlink = 1;	/* merged: unknown, as overlayfs does */
 	return 0;
@@ -626,7 +636,7 @@ static int unionfs_getattr(struct user_namespace *mnt_userns,
 static int unionfs_setattr(struct user_namespace *mnt_userns,
 			   struct dentry *dentry, struct iattr *attr)
 {
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	struct inode *inode = d_inode(dentry);
 	struct iattr lattr = *attr;
 	struct dentry *ld;
@@ -634,7 +644,7 @@ static int unionfs_setattr(struct user_namespace *mnt_userns,
 
 	err = setattr_prepare(&init_user_ns, dentry, attr);
 	if (err)
-		return err;
+		goto out;
 
 	if ((attr->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode))
 		err = unionfs_copyup_for_write(dentry, "truncate",
@@ -642,7 +652,7 @@ static int unionfs_setattr(struct user_namespace *mnt_userns,
 	else
 		err = unionfs_copyup_for_write(dentry, "setattr", -1);
 	if (err)
-		return err;
+		goto out;
 
 	/* never pass union-level state down; notify_change BUGs on both */
 	lattr.ia_valid &= ~(ATTR_FILE | ATTR_OPEN);
@@ -650,8 +660,9 @@ static int unionfs_setattr(struct user_namespace *mnt_userns,
 		lattr.ia_valid &= ~ATTR_MODE;
 
 	ld = unionfs_lower_top_get(dentry, &b);
+	err = -ESTALE;
 	if (!ld)
-		return -ESTALE;
+		goto out;
 	err = unionfs_want_write(bt, b);
 	if (!err) {
 		inode_lock(d_inode(ld));
@@ -663,6 +674,8 @@ static int unionfs_setattr(struct user_namespace *mnt_userns,
 		unionfs_copy_attr(inode, d_inode(ld));
 	unionfs_perm_forget(inode);
 	dput(ld);
+out:
+	unionfs_bt_put(bt);
 	return err;
 }
 
@@ -926,10 +939,10 @@ static int unionfs_tmpfile(struct user_namespace *mnt_userns,
 
 	if (WARN_ON_ONCE(dentry->d_fsdata || !UNIONFS_D(dentry->d_parent)))
 		return -EIO;
-	bt = unionfs_dbt(dentry->d_parent);
-	ud = unionfs_alloc_dinfo(bt);
+	ud = unionfs_alloc_dinfo_at(dentry->d_parent);
 	if (!ud)
 		return -ENOMEM;
+	bt = ud->bt;
 	dentry->d_fsdata = ud;	/* freed with @dentry (unionfs_d_release) */
 	t = unionfs_new_target(dentry, INT_MAX);
 	if (t < 0)

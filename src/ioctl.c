@@ -34,7 +34,7 @@ static long unionfs_ioctl_incgen(struct file *file)
 static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 {
 	struct dentry *dentry = file->f_path.dentry;
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	struct unionfs_query q = { };
 	struct dentry *parent;
 	const struct cred *old;
@@ -52,6 +52,7 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 	parent = dget_parent(dentry);
 	if (unionfs_dbt(parent) != bt) {
 		dput(parent);
+		unionfs_bt_put(bt);
 		return -ESTALE;
 	}
 	unionfs_get_range(parent, &pstart, &pend);
@@ -75,6 +76,7 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 	revert_creds(old);
 	dput(parent);
 out:
+	unionfs_bt_put(bt);
 	if (copy_to_user(arg, &q, sizeof(q)))
 		return -EFAULT;
 	return n;

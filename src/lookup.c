@@ -203,15 +203,18 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 			    struct unionfs_dentry_info *ud, int from,
 			    bool learn)
 {
-	struct unionfs_dentry_info *pud = READ_ONCE(parent->d_fsdata);
+	/* the parent's info stays whole while we use it (a root rebuilt) */
+	struct unionfs_dentry_info *pud = unionfs_dinfo_get(parent);
 	struct super_block *sb = parent->d_sb;
 	struct unionfs_btable *bt = ud->bt;
 	u64 t0 = trace_unionfs_lookup_enabled() ? ktime_get_ns() : 0;
 	int pstart, pend, b, err = 0, probed = 0, whskip = 0;
 	char *whname = NULL;
 
-	if (!pud || pud->bt != bt)
+	if (!pud || pud->bt != bt) {
+		unionfs_dinfo_put(pud);
 		return -ESTALE;		/* the parent was rebuilt meanwhile */
+	}
 	spin_lock(&pud->lock);
 	pstart = pud->bstart;
 	pend = pud->bend;
@@ -305,6 +308,7 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 		}
 	}
 	kfree(whname);
+	unionfs_dinfo_put(pud);
 	if (trace_unionfs_lookup_enabled())
 		unionfs_trace_lookup(sb, parent, name, ud, pstart, pend, probed,
 				     whskip, err, t0 ? ktime_get_ns() - t0 : 0);
@@ -327,7 +331,7 @@ bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 	unionfs_get_range(parent, &pstart, &pend);
 	if (from > pend)
 		return false;
-	ud = unionfs_alloc_dinfo(unionfs_dbt(parent));
+	ud = unionfs_alloc_dinfo_at(parent);
 	if (!ud)
 		return true;
 	old = unionfs_override_creds(parent->d_sb);
@@ -353,7 +357,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	if (dentry->d_name.len > UNIONFS_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
 
-	ud = unionfs_alloc_dinfo(unionfs_dbt(dentry->d_parent));
+	ud = unionfs_alloc_dinfo_at(dentry->d_parent);
 	if (!ud)
 		return ERR_PTR(-ENOMEM);
 

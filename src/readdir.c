@@ -195,15 +195,23 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 						bool clean)
 {
 	struct super_block *sb = dentry->d_sb;
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	struct unionfs_rdctx rd = { .ctx.actor = unionfs_rd_actor };
+	struct unionfs_dentry_info *ud;
 	struct unionfs_rdcache *rdc;
+	struct unionfs_btable *bt;
 	const struct cred *old;
 	int bstart, bend, b, nread = 0, err = 0;
 
 	rdc = kzalloc(sizeof(*rdc), GFP_KERNEL);
 	if (!rdc)
 		return ERR_PTR(-ENOMEM);
+	/* one info throughout: the root's may be replaced meanwhile */
+	ud = unionfs_dinfo_get(dentry);
+	if (!ud) {
+		kfree(rdc);
+		return ERR_PTR(-ESTALE);
+	}
+	bt = ud->bt;
 	rdc->root = RB_ROOT;
 	refcount_set(&rdc->ref, 1);
 	rdc->version = UNIONFS_I(d_inode(dentry))->dir_version;
@@ -211,10 +219,10 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 	rdc->gen = bt->gen;
 	rd.rdc = rdc;
 
-	unionfs_get_range(dentry, &bstart, &bend);
+	unionfs_ud_range(ud, &bstart, &bend);
 	old = unionfs_override_creds(sb);
 	for (b = bstart; b >= 0 && b <= bend; b++) {
-		struct dentry *ld = unionfs_lower_dentry_get(dentry, b);
+		struct dentry *ld = unionfs_ud_lower_get(ud, b);
 		struct inode *ldir;
 		struct file *f;
 		u64 stamp;
@@ -256,6 +264,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 			break;
 	}
 	revert_creds(old);
+	unionfs_dinfo_put(ud);
 	unionfs_trace_dname(unionfs_readdir, sb, dentry, bstart, bend, nread,
 			    rdc->n, rdc->dups, rdc->whiteouts, false, err);
 	if (err) {
@@ -280,7 +289,12 @@ int unionfs_check_empty(struct dentry *dentry, int *has_whiteouts)
 	return err;
 }
 
-/* The inode's merged listing if it is still current, referenced. */
+/*
+ * The inode's merged listing if it is still current, referenced. A listing
+ * read against another branch table is not: a different question from
+ * what a generation change means for the dentry (unionfs_reval_decide()),
+ * which keeps a directory in use and refreshes it in place.
+ */
 static struct unionfs_rdcache *unionfs_rd_cached(struct dentry *dentry)
 {
 	struct inode *inode = d_inode(dentry);
@@ -296,7 +310,7 @@ static struct unionfs_rdcache *unionfs_rd_cached(struct dentry *dentry)
 	if (!rdc)
 		return NULL;
 	if (rdc->version != ui->dir_version ||
-	    rdc->gen != unionfs_dbt(dentry)->gen ||
+	    rdc->gen != unionfs_dentry_gen(dentry) ||
 	    (UNIONFS_SB(inode->i_sb)->coherency != UNIONFS_COH_NONE &&
 	     rdc->snap != unionfs_dir_snap(inode))) {
 		unionfs_rdcache_put(rdc);
@@ -363,15 +377,16 @@ static bool unionfs_passthru_actor(struct dir_context *ctx, const char *name,
 static void unionfs_rd_clean(struct dentry *dentry,
 			     struct unionfs_file_info *fi)
 {
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	int b = unionfs_bt_index(bt, fi->br);
 	const struct cred *old;
 
-	if (b < 0)
-		return;	/* the branch left the union meanwhile */
-	old = unionfs_override_creds(dentry->d_sb);
-	unionfs_clean_leftovers(bt, b, fi->lower->f_path.dentry);
-	revert_creds(old);
+	if (b >= 0) {	/* else the branch left the union meanwhile */
+		old = unionfs_override_creds(dentry->d_sb);
+		unionfs_clean_leftovers(bt, b, fi->lower->f_path.dentry);
+		revert_creds(old);
+	}
+	unionfs_bt_put(bt);
 }
 
 static int unionfs_iterate(struct file *file, struct dir_context *ctx)
@@ -398,7 +413,10 @@ static int unionfs_iterate(struct file *file, struct dir_context *ctx)
 			unionfs_rd_clean(dentry, fi);
 		/* one branch, read straight through: one event per getdents */
 		if (trace_unionfs_readdir_enabled()) {
-			int b = unionfs_bt_index(unionfs_dbt(dentry), fi->br);
+			struct unionfs_btable *bt = unionfs_dbt_get(dentry);
+			int b = unionfs_bt_index(bt, fi->br);
+
+			unionfs_bt_put(bt);
 
 			unionfs_trace_dname(unionfs_readdir,
 					    file_inode(file)->i_sb, dentry,
@@ -463,39 +481,45 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 {
 	struct dentry *dentry = file->f_path.dentry;
 	struct super_block *sb = inode->i_sb;
+	struct unionfs_dentry_info *ud;
 	struct unionfs_file_info *fi;
-	int bstart, bend;
+	int bstart, bend, err = 0;
 
 	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
 	if (!fi)
 		return -ENOMEM;
 	fi->generation = unionfs_sb_gen(sb);
-	unionfs_get_range(dentry, &bstart, &bend);
+	/* one info throughout: the root's may be replaced meanwhile */
+	ud = unionfs_dinfo_get(dentry);
+	unionfs_ud_range(ud, &bstart, &bend);
 	if (bstart < 0) {
-		kfree(fi);
-		return -ESTALE;
+		err = -ESTALE;
+		goto out;
 	}
 	if (bstart == bend) {
-		struct dentry *ld = unionfs_lower_dentry_get(dentry, bstart);
+		struct dentry *ld = unionfs_ud_lower_get(ud, bstart);
 		struct file *f;
 
 		if (!ld) {
-			kfree(fi);
-			return -ESTALE;
+			err = -ESTALE;
+			goto out;
 		}
-		f = unionfs_do_open(unionfs_dbt(dentry), bstart, ld,
-				    file->f_flags,
+		f = unionfs_do_open(ud->bt, bstart, ld, file->f_flags,
 				    current_cred());
 		dput(ld);
 		if (IS_ERR(f)) {
-			kfree(fi);
-			return PTR_ERR(f);
+			err = PTR_ERR(f);
+			goto out;
 		}
 		fi->lower = f;
-		fi->br = unionfs_br_open(unionfs_dbt(dentry), bstart);
+		fi->br = unionfs_br_open(ud->bt, bstart);
 	}
 	file->private_data = fi;
-	return 0;
+	fi = NULL;
+out:
+	unionfs_dinfo_put(ud);
+	kfree(fi);
+	return err;
 }
 
 static int unionfs_dir_release(struct inode *inode, struct file *file)
@@ -517,7 +541,8 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 	struct dentry *dentry = file->f_path.dentry;
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_dentry_info *ud;
+	struct unionfs_btable *bt;
 	int b, bstart, bend, err, ret = 0;
 
 	if (fi->lower) {
@@ -531,14 +556,18 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 	 * every writable branch that holds it (names created, renamed or
 	 * whited out through the union live there).
 	 */
-	unionfs_get_range(dentry, &bstart, &bend);
+	ud = unionfs_dinfo_get(dentry);	/* the root's may be replaced */
+	if (!ud)
+		return -ESTALE;
+	bt = ud->bt;
+	unionfs_ud_range(ud, &bstart, &bend);
 	for (b = max(bstart, 0); bstart >= 0 && b <= bend; b++) {
 		struct dentry *ld;
 		struct file *lf;
 
 		if (!unionfs_branch_writable(bt, b))
 			continue;
-		ld = unionfs_lower_dentry_get(dentry, b);
+		ld = unionfs_ud_lower_get(ud, b);
 		if (!ld)
 			continue;
 		lf = unionfs_do_open(bt, b, ld, O_RDONLY | O_DIRECTORY,
@@ -553,6 +582,7 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 		if (err && !ret)
 			ret = err;
 	}
+	unionfs_dinfo_put(ud);
 	return ret;
 }
 

@@ -121,13 +121,10 @@ static void unionfs_inode_once(void *p)
 
 static void unionfs_free_sbi(struct unionfs_sb_info *sbi)
 {
-	struct unionfs_dentry_info *ud, *tmp;
-
 	if (!sbi)
 		return;
 	unionfs_tmp_unregister(sbi);
-	list_for_each_entry_safe(ud, tmp, &sbi->retired, retired)
-		unionfs_free_dinfo(ud);
+	WARN_ON_ONCE(atomic_long_read(&sbi->ndinfo));
 	unionfs_bt_put(rcu_dereference_protected(sbi->bt, 1));
 	if (sbi->creator_cred)
 		put_cred(sbi->creator_cred);
@@ -636,7 +633,6 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	atomic64_set(&sbi->tmp_seq, get_random_u64() >> 2);
 	unionfs_tmp_register(sbi);	/* leftovers: copyup.c */
 	mutex_init(&sbi->bt_lock);
-	INIT_LIST_HEAD(&sbi->retired);
 	mutex_init(&sbi->nmutex);
 	spin_lock_init(&sbi->actor_lock);
 	INIT_LIST_HEAD(&sbi->actors);

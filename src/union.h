@@ -195,7 +195,7 @@ struct unionfs_sb_info {
 	atomic64_t tmp_seq;	/* for temporary names */
 	u64 tmp_start;		/* tmp_seq at mount: ours are above */
 	struct list_head tmp_live;	/* on the list of live ranges */
-	struct list_head retired;	/* old root dentry infos */
+	atomic_long_t ndinfo;		/* live dentry infos (debugfs) */
 	struct dentry *debugfs_dir;	/* per-mount view */
 	struct kobject *sysfs;		/* /sys/fs/unionfs/MAJ:MIN (sysfs.c) */
 	atomic_long_t hazards[UNIONFS_HZ_MAX];	/* direct changes seen */
@@ -222,8 +222,15 @@ struct unionfs_actor {
  * array only holds positive lower dentries. Fields change under @lock; the
  * struct is freed after an RCU grace period because d_revalidate reads it
  * in RCU walk.
+ *
+ * @ref: one for the dentry's d_fsdata (or the ->prev of its successor),
+ * one for each user that holds the info across a sleep without holding
+ * the dentry itself in a way that pins it (unionfs_dinfo_get()). The
+ * root's info is replaced by every branch change and freed as soon as the
+ * last such user is done, releasing the branches it held.
  */
 struct unionfs_dentry_info {
+	refcount_t ref;
 	spinlock_t lock;	/* protects the fields below and lower[] */
 	int bstart;		/* first branch holding the name, -1 if none */
 	int bend;		/* last branch contributing */
@@ -236,8 +243,10 @@ struct unionfs_dentry_info {
 	struct unionfs_btable *bt;
 	/* info this one replaced on a generation change (freed with it) */
 	struct unionfs_dentry_info *prev;
-	struct list_head retired;
-	struct rcu_head rcu;
+	union {
+		struct rcu_head rcu;
+		struct work_struct work;	/* a user's last put */
+	};
 	struct dentry *lower[];
 };
 
@@ -285,6 +294,11 @@ struct unionfs_inode_info {
 struct unionfs_file_info {
 	struct file *lower;	/* the open branch file (not for merged dirs) */
 	struct unionfs_branch *br;	/* its branch, referenced */
+	/*
+	 * When it was opened, for information only: an open file keeps the
+	 * branch file (and branch) it was opened on whatever the generation;
+	 * only its dentry is revalidated (unionfs_reval_decide()).
+	 */
 	int generation;
 	struct unionfs_rdcache *rdcache;	/* merged readdir state */
 	spinlock_t lock;	/* regular files: guards lower, br (file.c) */
@@ -332,10 +346,19 @@ static inline bool unionfs_path_rdonly(const struct path *path)
 	return __mnt_is_readonly(path->mnt);
 }
 
-/* The branch table a dentry was built against. */
+/*
+ * The branch table a dentry was built against. Valid as long as the
+ * caller's reference to a non-root dentry; of the root, whose info a
+ * branch change replaces, only to compare: to use it, unionfs_dbt_get().
+ */
 static inline struct unionfs_btable *unionfs_dbt(const struct dentry *d)
 {
-	return UNIONFS_D(d)->bt;
+	struct unionfs_btable *bt;
+
+	rcu_read_lock();	/* the info itself is freed after a grace period */
+	bt = ((struct unionfs_dentry_info *)READ_ONCE(d->d_fsdata))->bt;
+	rcu_read_unlock();
+	return bt;
 }
 
 static inline int unionfs_sb_gen(struct super_block *sb)
@@ -396,6 +419,15 @@ static inline bool unionfs_ctime_recent(const struct inode *l)
 	       4 * (s64)TICK_NSEC + l->i_sb->s_time_gran;
 }
 
+/* @dentry's current info, referenced, or NULL; unionfs_dinfo_put() it. */
+struct unionfs_dentry_info *unionfs_dinfo_get(struct dentry *dentry);
+void unionfs_dinfo_put(struct unionfs_dentry_info *ud);
+struct unionfs_btable *unionfs_dbt_get(struct dentry *dentry);
+int unionfs_dentry_gen(struct dentry *dentry);
+/* The same as the three below, on an info the caller holds. */
+struct dentry *unionfs_ud_lower_get(struct unionfs_dentry_info *ud, int bindex);
+struct dentry *unionfs_ud_top_get(struct unionfs_dentry_info *ud, int *bindex);
+void unionfs_ud_range(struct unionfs_dentry_info *ud, int *bstart, int *bend);
 /* Read the lower dentry of @bindex and take a reference, or NULL. */
 struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex);
 /* The winning lower dentry, referenced; *bindex gets its branch. */
@@ -440,6 +472,7 @@ void unionfs_bump_gen(struct super_block *sb, const char *cause);
 
 /* lookup.c */
 struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt);
+struct unionfs_dentry_info *unionfs_alloc_dinfo_at(struct dentry *parent);
 void unionfs_free_dinfo(struct unionfs_dentry_info *ud);
 struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 			      unsigned int flags);
@@ -468,6 +501,7 @@ extern const struct inode_operations unionfs_special_iops;
 void unionfs_copy_attr(struct inode *inode, const struct inode *lower);
 int unionfs_inode_wq_init(void);
 void unionfs_inode_wq_flush(void);
+void unionfs_inode_wq_queue(struct work_struct *work);
 void unionfs_inode_wq_exit(void);
 void unionfs_ivec_free(struct unionfs_ivec *vec);
 int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud);

@@ -119,7 +119,7 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 			    int bindex, const char *reason)
 {
 	struct super_block *sb = parent->d_sb;
-	struct unionfs_btable *bt = unionfs_dbt(parent);
+	struct unionfs_btable *bt;
 	struct dentry *lparent;
 	const struct cred *old;
 	int err;
@@ -130,6 +130,7 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 	lparent = unionfs_lower_dentry_get(parent, bindex);
 	if (!lparent)
 		return -ESTALE;
+	bt = unionfs_dbt_get(parent);	/* the root's may be replaced */
 	err = unionfs_want_write(bt, bindex);
 	if (!err) {
 		old = unionfs_override_creds(sb);
@@ -140,6 +141,7 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 		revert_creds(old);
 		unionfs_drop_write(bt, bindex);
 	}
+	unionfs_bt_put(bt);
 	dput(lparent);
 	return err;
 }

@@ -45,7 +45,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 				  const char *name, const void *value,
 				  size_t size, int flags)
 {
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_btable *bt;
 	struct dentry *ld, *root;
 	bool acl_access, acl_default;
 	int b, t, err = 0;
@@ -54,6 +54,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
+	bt = unionfs_dbt_get(dentry);	/* the root's may be replaced */
 	if (unionfs_branch_writable(bt, b))
 		goto out;	/* no copy-up: the branch fs decides */
 	t = unionfs_nearest_writable(bt, b);
@@ -92,6 +93,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	else if (ret >= 0 && value && (flags & XATTR_CREATE))
 		err = -EEXIST;
 out:
+	unionfs_bt_put(bt);
 	dput(ld);
 	return err;
 }
@@ -106,7 +108,7 @@ static int unionfs_xattr_change(struct dentry *dentry, struct inode *inode,
 				const char *name, const void *value,
 				size_t size, int flags)
 {
-	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	struct unionfs_btable *bt;
 	struct dentry *ld;
 	int b, err;
 
@@ -119,6 +121,7 @@ static int unionfs_xattr_change(struct dentry *dentry, struct inode *inode,
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
+	bt = unionfs_dbt_get(dentry);	/* the root's may be replaced */
 	err = unionfs_want_write(bt, b);
 	if (!err) {
 		if (value)
@@ -128,6 +131,7 @@ static int unionfs_xattr_change(struct dentry *dentry, struct inode *inode,
 			err = unionfs_do_removexattr(bt, b, ld, name);
 		unionfs_drop_write(bt, b);
 	}
+	unionfs_bt_put(bt);
 	if (d_really_is_positive(ld))
 		unionfs_copy_attr(inode, d_inode(ld));
 	unionfs_perm_forget(inode);

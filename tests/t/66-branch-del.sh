@@ -8,7 +8,12 @@
 # dropped at the del. While a file of the branch is open, del is refused (EBUSY) and the
 # union is unchanged. A branch on a loop device: its user mount can go while the union
 # still serves it, and the loop device is released when the union lets go (the clone is
-# unmounted, not leaked).
+# unmounted, not leaked). With the union still mounted, a deleted branch is let go at once:
+# the root's replaced dentry info (which held every old branch root) goes with its last
+# user, so the ext4 instance of a deleted loop branch disappears after its umount; 1,000
+# remount,incgen with a walker leave the number of live dentry infos (debugfs dinfos)
+# bounded; 200 del=/add= cycles raced with stat, readdir and open in the root give only
+# correct results and no oops or warning.
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest
@@ -103,4 +108,116 @@ check "loop: union umount" umount "$L/m"
 gone=
 for i in $(seq 50); do [[ -z $(losetup -j "$L/img") ]] && { gone=1; break; }; sleep 0.1; done
 is "loop: after del and union umount the loop device is released" "${gone:-no}" 1
+# ---- del= lets the branch's superblock go while the union stays mounted -----------------
+# (the root's replaced dentry info held every old branch root until the union's umount)
+dmesg_mark=$(dmesg | wc -l)
+check "pin: mount the image again" mount -o loop "$L/img" "$L/b1"
+dev=$(awk -v m="$L/b1" '$2 == m { print $1 }' /proc/mounts); dev=${dev#/dev/}
+check "pin: union" mount -i -t unionfs -o "dirs=$L/b0=rw:$L/b1=ro" none "$L/m"
+check "pin: stat through the union" stat "$L/m/d" "$L/m/d/g"
+check "pin: open and close a file of the branch" sh -c "exec 8< '$L/m/d/g'; read x <&8; exec 8<&-"
+check "pin: readdir of the root and of a branch directory" ls -la "$L/m" "$L/m/d"
+check "pin: the branch's ext4 instance is there ($dev)" test -e "/sys/fs/ext4/$dev"
+is "pin: del of the loop branch" "$($S remount "$L/m" "del=$L/b1")" OK
+check "pin: umount of the deleted branch" umount "$L/b1"
+gone=
+for i in $(seq 50); do [[ ! -e /sys/fs/ext4/$dev ]] && { gone=1; break; }; sleep 0.1; done
+is "pin: its ext4 instance goes while the union is still mounted" "${gone:-no}" 1
+gone=
+for i in $(seq 50); do [[ -z $(losetup -j "$L/img") ]] && { gone=1; break; }; sleep 0.1; done
+is "pin: and its loop device is released" "${gone:-no}" 1
+is "pin: the union still serves its other branch" "$(ls "$L/m" | tr '\n' ' ')" "f "
+check "pin: union umount" umount "$L/m"
+
+# ---- 1,000 generation changes do not accumulate dentry infos -----------------------------
+G=$T/gen; mkdir -p "$G"
+branch_fs tmpfs "$G" 2
+mkdir -p "$G/m" "$G/b1/d/e"; echo x > "$G/b1/d/e/f"; echo y > "$G/b0/top"
+check "gen: union" mount -i -t unionfs -o "dirs=$G/b0=rw:$G/b1=ro" none "$G/m"
+dbg=/sys/kernel/debug/unionfs/mounts/$(mountpoint -d "$G/m")/dinfos
+find "$G/m" > /dev/null
+n0=$(cat "$dbg" 2>/dev/null || echo none)
+# (the walker keeps no directory in use: a replaced info of a directory in use, a cwd or
+# an open directory with a cached child, stays until it is unused: not tested here)
+(cd / && while :; do ls "$G/m" "$G/m/d" > /dev/null 2>&1; cat "$G/m/top" > /dev/null 2>&1
+	stat "$G/m/d/e/f" "$G/m" > /dev/null 2>&1; done) &
+walker=$!
+ok_gen=$(timeout -s KILL 150 python3 - "$G/m" <<'PY'
+import ctypes, ctypes.util, sys
+libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                       ctypes.c_ulong, ctypes.c_char_p]
+n = 0
+for i in range(1000):
+    if libc.mount(None, sys.argv[1].encode(), None, 32, b"incgen") == 0:
+        n += 1
+print(n)
+PY
+)
+kill -9 $walker 2>/dev/null; wait $walker 2>/dev/null
+is "gen: 1,000 remount,incgen with a walker" "$ok_gen" 1000
+find "$G/m" > /dev/null; stat "$G/m/d/e/f" > /dev/null
+n1=$(cat "$dbg" 2>/dev/null || echo none)
+if [[ $n0 =~ ^[0-9]+$ && $n1 =~ ^[0-9]+$ ]] && (( n1 <= n0 + 20 )); then
+	ok "gen: live dentry infos stay bounded ($n0 before, $n1 after)"
+else
+	not_ok "gen: live dentry infos stay bounded ($n0 before, $n1 after)"
+fi
+check "gen: umount" umount "$G/m"
+umount "$G/b0" "$G/b1" 2>/dev/null
+
+# ---- del=/add= of a branch raced with stat, readdir and open in the union root ----------
+R=$T/race; mkdir -p "$R"
+branch_fs tmpfs "$R" 2
+mkdir -p "$R/m"
+for i in 1 2 3; do echo "w$i" > "$R/b0/w$i"; echo "r$i" > "$R/b1/r$i"; done
+mkdir "$R/b1/rd"
+check "race: union" mount -i -t unionfs -o "dirs=$R/b0=rw:$R/b1=ro" none "$R/m"
+bad=$R/bad; : > "$bad"
+worker() {
+	local i
+	while :; do
+		for i in 1 2 3; do
+			[[ $(cat "$R/m/w$i" 2>&1) == "w$i" ]] || echo "w$i: $(cat "$R/m/w$i" 2>&1)" >> "$bad"
+			stat "$R/m/w$i" > /dev/null 2>&1 || echo "stat w$i" >> "$bad"
+			out=$(cat "$R/m/r$i" 2>&1)
+			[[ $out == "r$i" || $out == *"No such file"* ]] || echo "r$i: $out" >> "$bad"
+		done
+		out=$(ls "$R/m" 2>&1 | tr '\n' ' ')
+		[[ $out == *"w1 w2 w3 "* ]] || echo "ls: $out" >> "$bad"
+		stat "$R/m/rd" "$R/m/." > /dev/null 2>&1
+	done
+}
+worker & w1=$!
+worker & w2=$!
+fails=$(timeout -s KILL 150 python3 - "$R/m" "$R/b1" <<'PY'
+import ctypes, ctypes.util, errno, os, sys
+libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                       ctypes.c_ulong, ctypes.c_char_p]
+m, b = sys.argv[1].encode(), sys.argv[2]
+bad, busy = [], 0
+for i in range(200):
+    if libc.mount(None, m, None, 32, ("del=" + b).encode()) != 0:
+        e = ctypes.get_errno()
+        if e == errno.EBUSY:
+            busy += 1   # a reader has a file of the branch open: refused
+            continue
+        bad.append("%d del: %s" % (i, os.strerror(e)))
+        continue
+    if libc.mount(None, m, None, 32, ("add=:" + b + "=ro").encode()) != 0:
+        bad.append("%d add: %s" % (i, os.strerror(ctypes.get_errno())))
+if busy > 150:
+    bad.append("%d of 200 del refused as busy" % busy)
+print(len(bad), *bad[:3])
+PY
+)
+kill -9 $w1 $w2 2>/dev/null; wait $w1 $w2 2>/dev/null
+is "race: 200 del=/add= cycles (a del refused EBUSY while a reader has a file of the branch open)" "$fails" 0
+is "race: readers saw only correct results" "$(head -5 "$bad")" ""
+is "race: the union ends with both branches" "$(ls "$R/m" | tr '\n' ' ')" "r1 r2 r3 rd w1 w2 w3 "
+check "race: umount" umount "$R/m"
+umount "$R/b0" "$R/b1" 2>/dev/null
+is "no oops, BUG or WARNING in the kernel log" \
+	"$(dmesg | tail -n +$((dmesg_mark + 1)) | grep -E 'BUG|WARNING|Oops|KASAN|general protection' | head -3)" ""
 finish
