@@ -634,6 +634,15 @@ long unionfs_compat_ioctl(struct file *file, unsigned int cmd,
 
 /* xattr.c */
 extern const struct xattr_handler *unionfs_xattr_handlers[];
+/* inode.c: the inode operations dir.c's directory operations share */
+struct posix_acl *unionfs_get_acl(struct inode *inode, int type, bool rcu);
+int unionfs_permission(struct user_namespace *mnt_userns, struct inode *inode,
+		       int mask);
+int unionfs_getattr(struct user_namespace *mnt_userns, const struct path *path,
+		    struct kstat *stat, u32 request_mask, unsigned int flags);
+int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
+		    struct iattr *ia);
+int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa);
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
 struct posix_acl;
 int unionfs_set_acl(struct user_namespace *mnt_userns, struct inode *inode,
