@@ -605,6 +605,24 @@ static int busy(const char *mnt, const char *dir)
 
 /* --fsck */
 #define TMPPFX ".wh..wh.unionfs."
+
+/*
+ * A copy-up temporary the module left: TMPPFX and a decimal number, as the
+ * module's own cleaner reads them (unionfs_tmp_leftover()). Other names in
+ * the reserved ".wh..wh.unionfs." family are not temporaries and are left
+ * alone.
+ */
+static int is_temporary(const char *n)
+{
+	const char *p = n + strlen(TMPPFX);
+
+	if (strncmp(n, TMPPFX, strlen(TMPPFX)) || !*p)
+		return 0;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return 0;
+	return 1;
+}
 static char **fsck_dirs;
 static int fsck_n, fsck_repair, fsck_found, fsck_left, fsck_err;
 
@@ -691,7 +709,7 @@ static void fsck_dir(int i, int dfd, dev_t dev, const char *rel, int depth)
 
 		if (!strcmp(n, ".") || !strcmp(n, ".."))
 			continue;
-		if (!strncmp(n, TMPPFX, strlen(TMPPFX))) {
+		if (is_temporary(n)) {
 			finding(dfd, "leftover-temporary", fsck_dirs[i], rel, n);
 			continue;
 		}
