@@ -43,9 +43,8 @@ static inline ssize_t unionfs_do_read_iter(struct super_block *sb,
 
 	if (!ret)
 		ret = vfs_iter_read(lower, iter, pos, flags);
-	if (tracepoint_enabled(unionfs_branch_op))
-		unionfs_trace_op_slow(sb, "read", -1, lower->f_path.dentry,
-				      ret < 0 ? ret : 0);
+	unionfs_trace_op(sb, "read", -1, lower->f_path.dentry,
+			 ret < 0 ? ret : 0);
 	return ret;
 }
 
@@ -59,9 +58,8 @@ static inline ssize_t unionfs_do_write_iter(struct super_block *sb,
 
 	if (!ret)
 		ret = vfs_iter_write(lower, iter, pos, flags);
-	if (tracepoint_enabled(unionfs_branch_op))
-		unionfs_trace_op_slow(sb, "write", -1, lower->f_path.dentry,
-				      ret < 0 ? ret : 0);
+	unionfs_trace_op(sb, "write", -1, lower->f_path.dentry,
+			 ret < 0 ? ret : 0);
 	return ret;
 }
 
@@ -71,9 +69,8 @@ static inline loff_t unionfs_do_llseek(struct super_block *sb,
 {
 	loff_t ret = vfs_llseek(lower, offset, whence);
 
-	if (tracepoint_enabled(unionfs_branch_op))
-		unionfs_trace_op_slow(sb, "llseek", -1, lower->f_path.dentry,
-				      ret < 0 ? ret : 0);
+	unionfs_trace_op(sb, "llseek", -1, lower->f_path.dentry,
+			 ret < 0 ? ret : 0);
 	return ret;
 }
 
