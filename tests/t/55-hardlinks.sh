@@ -9,6 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest
+modprobe loop
 mk_tmpdir
 dmesg_mark
 
