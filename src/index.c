@@ -76,15 +76,33 @@ static int unionfs_index_key(const struct inode *li, char *buf)
 			(u64)li->i_ino, li->i_generation);
 }
 
-/* Does the entry @e say it is the index of @key (trusted.unionfs.origin)? */
-static bool unionfs_index_verify(struct dentry *e, const char *key, int len)
+/*
+ * trusted.unionfs.origin: the lower inode's number and generation, little
+ * endian, 12 bytes (small: with the count it fits in an ext4 inode's own
+ * xattr space, so the copy takes no extra block).
+ */
+struct unionfs_index_origin {
+	__le64 ino;
+	__le32 gen;
+} __packed;
+
+static void unionfs_index_origin(const struct inode *li,
+				 struct unionfs_index_origin *o)
 {
-	char buf[UNIONFS_IXKEY_LEN];
+	o->ino = cpu_to_le64(li->i_ino);
+	o->gen = cpu_to_le32(li->i_generation);
+}
+
+/* Does the entry @e say it is the index of @li (trusted.unionfs.origin)? */
+static bool unionfs_index_verify(struct dentry *e, const struct inode *li)
+{
+	struct unionfs_index_origin want, got;
 	ssize_t n;
 
-	n = __vfs_getxattr(e, d_inode(e), UNIONFS_XATTR_ORIGIN, buf,
-			   sizeof(buf));
-	return n == len && !memcmp(buf, key, len);
+	unionfs_index_origin(li, &want);
+	n = __vfs_getxattr(e, d_inode(e), UNIONFS_XATTR_ORIGIN, &got,
+			   sizeof(got));
+	return n == sizeof(got) && !memcmp(&got, &want, sizeof(got));
 }
 
 /* The group's count of lower names shown through the index, or -errno. */
@@ -131,6 +149,7 @@ static bool unionfs_index_is_entry(struct unionfs_btable *bt, int t,
  * (or only a stale one). Caller: the mounter's credentials.
  */
 static struct dentry *unionfs_index_find(struct unionfs_btable *bt, int t,
+					 const struct inode *li,
 					 const char *key, int len)
 {
 	struct dentry *root = bt->br[t]->path.dentry, *dir, *e;
@@ -151,7 +170,7 @@ static struct dentry *unionfs_index_find(struct unionfs_btable *bt, int t,
 		dput(e);
 		return NULL;
 	}
-	if (!d_is_reg(e) || !unionfs_index_verify(e, key, len)) {
+	if (!d_is_reg(e) || !unionfs_index_verify(e, li)) {
 		unionfs_trace_index(bt->sb, NULL, t, key, "stale", 0);
 		dput(e);
 		return NULL;
@@ -179,7 +198,7 @@ void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
 	if (t < 0 || ud->lower[t])
 		return;
 	len = unionfs_index_key(d_inode(ud->lower[b]), key);
-	ix = unionfs_index_find(bt, t, key, len);
+	ix = unionfs_index_find(bt, t, d_inode(ud->lower[b]), key, len);
 	if (IS_ERR_OR_NULL(ix))
 		return;	/* an error: the lower name, as without an index */
 	ud->lower[t] = ix;
@@ -316,7 +335,7 @@ int unionfs_index_copyup_link(struct dentry *dentry, struct dentry *src,
 	if (!unionfs_index_wanted(bt, b, src))
 		return 1;
 	len = unionfs_index_key(d_inode(src), key);
-	ix = unionfs_index_find(bt, t, key, len);
+	ix = unionfs_index_find(bt, t, d_inode(src), key, len);
 	if (IS_ERR_OR_NULL(ix))
 		return ix ? PTR_ERR(ix) : 1;
 	err = unionfs_want_write(bt, t);
@@ -375,13 +394,15 @@ struct dentry *unionfs_index_create(struct unionfs_btable *bt, int t,
 				    struct dentry *tmp, struct inode *origin,
 				    const struct dentry *dentry)
 {
+	struct unionfs_index_origin o;
 	char key[UNIONFS_IXKEY_LEN];
 	struct dentry *dir, *e = NULL;
 	int len, err;
 
 	len = unionfs_index_key(origin, key);
-	err = unionfs_do_setxattr(bt, t, tmp, UNIONFS_XATTR_ORIGIN, key, len,
-				  0);
+	unionfs_index_origin(origin, &o);
+	err = unionfs_do_setxattr(bt, t, tmp, UNIONFS_XATTR_ORIGIN, &o,
+				  sizeof(o), 0);
 	if (!err)
 		err = unionfs_index_write_shown(bt, t, tmp,
 						(int)origin->i_nlink - 1);
@@ -400,7 +421,7 @@ struct dentry *unionfs_index_create(struct unionfs_btable *bt, int t,
 		goto out;
 	}
 	if (d_really_is_positive(e)) {
-		if (d_is_reg(e) && unionfs_index_verify(e, key, len)) {
+		if (d_is_reg(e) && unionfs_index_verify(e, origin)) {
 			err = -EEXIST;	/* a live group: not ours to replace */
 		} else {
 			unionfs_trace_index(bt->sb, dentry, t, key, "stale", 0);
@@ -469,7 +490,7 @@ bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 	WRITE_ONCE(UNIONFS_I(inode)->ix_lower, v);
 	len = unionfs_index_key(d_inode(src), key);
 	old = unionfs_override_creds(bt->sb);
-	ix = unionfs_index_find(bt, t, key, len);
+	ix = unionfs_index_find(bt, t, d_inode(src), key, len);
 	revert_creds(old);
 	if (IS_ERR_OR_NULL(ix))
 		return false;
@@ -636,7 +657,7 @@ u64 unionfs_index_dino(struct unionfs_btable *bt, int b, int t,
 	if (IS_ERR_OR_NULL(ld))
 		return 0;
 	if (d_really_is_positive(ld) && unionfs_index_wanted(bt, b, ld)) {
-		ix = unionfs_index_find(bt, t, key,
+		ix = unionfs_index_find(bt, t, d_inode(ld), key,
 					unionfs_index_key(d_inode(ld), key));
 		if (!IS_ERR_OR_NULL(ix)) {
 			ino = unionfs_ino(unionfs_br(bt, t), d_inode(ix)->i_ino);
