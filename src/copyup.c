@@ -146,6 +146,8 @@ static int unionfs_copy_xattrs(struct unionfs_btable *bt, int b, int t,
 	}
 	for (name = list; name < list + list_size;
 	     name += strlen(name) + 1) {
+		if (unionfs_xattr_private(name))
+			continue;	/* the union's own (index.c) */
 		err = security_inode_copy_up_xattr(name);
 		if (err < 0 && err != -EOPNOTSUPP)
 			break;
@@ -292,6 +294,7 @@ struct unionfs_copyup_ctx {
 	loff_t copied;			/* bytes of data copied */
 	bool opaque;			/* a directory: mark the copy opaque */
 	bool write;			/* we hold write access to branch @t */
+	bool index;			/* a link group's: published to the index */
 	struct file *tmpfile;		/* O_TMPFILE temporary, or NULL */
 	struct dentry *tmp;		/* the temporary (named or tmpfile's) */
 	struct dentry *dest;		/* the published copy */
@@ -583,13 +586,23 @@ static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
 {
 	struct unionfs_btable *bt = c->bt;
 	struct inode *dir = d_inode(c->lparent);
-	struct dentry *target;
+	struct dentry *target, *ixd = NULL;
 	int err;
 
+	/* a link group's copy: its index entry first (index.c) */
+	if (c->index && c->tmpfile) {
+		ixd = unionfs_index_create(bt, c->t, c->tmp,
+					   d_inode(c->spath.dentry), c->dentry);
+		if (IS_ERR(ixd))
+			return PTR_ERR(ixd);
+	}
 	target = unionfs_lock_lookup(bt, c->t, c->lparent, c->name->name,
 				     c->name->len);
-	if (IS_ERR(target))
-		return PTR_ERR(target);
+	if (IS_ERR(target)) {
+		err = PTR_ERR(target);
+		target = NULL;
+		goto out_index;
+	}
 	err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_RENAME);
 	if (!err)
 		err = unionfs_copyup_valid(c->dentry, c->spath.dentry, c->b);
@@ -609,8 +622,9 @@ static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
 	inode_unlock(dir);
 	if (err) {
 		dput(target);
-		return err;
+		goto out_index;
 	}
+	dput(ixd);
 	if (c->tmpfile) {
 		c->dest = target;
 	} else {
@@ -621,6 +635,12 @@ static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
 	}
 	unionfs_restore_times(bt, c->t, c->lparent, &c->pst);
 	return 0;
+out_index:
+	if (ixd) {
+		unionfs_index_remove(bt, c->t, ixd);
+		dput(ixd);
+	}
+	return err;
 }
 
 /*
@@ -652,13 +672,13 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 					 struct dentry *src, int b,
 					 struct dentry *lparent, int t,
 					 const struct qstr *name, loff_t len,
-					 loff_t *copied, bool opaque)
+					 loff_t *copied, bool opaque, bool index)
 {
 	struct unionfs_copyup_ctx c = {
 		.bt = bt, .dentry = dentry, .name = name,
 		.spath = { .mnt = unionfs_mnt(bt, b), .dentry = src },
 		.lparent = lparent, .b = b, .t = t, .len = len,
-		.opaque = opaque,
+		.opaque = opaque, .index = index,
 	};
 	int err;
 
@@ -796,7 +816,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	struct dentry *src, *lparent, *newld;
 	const struct cred *old;
 	loff_t copied = 0, size;
-	bool top, opaque = false;
+	bool top, opaque = false, group;
 	int b, bend, err;
 	u64 t0;
 
@@ -842,10 +862,15 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		opaque = true;
 	}
 	newld = NULL;
-	if (!err) {
+	/* a link group's other name: a link of its index entry (index.c) */
+	group = !err && unionfs_index_wanted(bt, b, src);
+	if (group)
+		err = unionfs_index_copyup_link(dentry, src, b, lparent, t,
+						&newld);
+	if (err == 1 || (!err && !group)) {
 		newld = unionfs_copyup_one(bt, dentry, src, b, lparent, t,
 					   &dentry->d_name, len, &copied,
-					   opaque);
+					   opaque, group);
 		err = PTR_ERR_OR_ZERO(newld);
 	}
 	revert_creds(old);
@@ -863,9 +888,13 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		}
 		spin_unlock(&ud->lock);
 		err = unionfs_inode_set_vec(inode, ud);
+		/* the other names of a link group follow (index.c) */
+		if (top && group)
+			group = unionfs_index_copied_up(dentry, src, t, newld);
 		if (top)
 			unionfs_inode_rekey(inode, d_inode(newld),
-					    unionfs_br(bt, t), dentry);
+					    unionfs_br(bt, t),
+					    group ? NULL : dentry);
 		/* our own change of the parent's lower directory */
 		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
 			   unionfs_dir_snap(d_inode(parent)));

@@ -392,6 +392,10 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	int b, bend, t, err;
 	const char *why = isdir ? "rmdir" : "unlink";
 
+	/* a name of a link group: its own name first (index.c) */
+	err = isdir ? 0 : unionfs_index_prepare_remove(dentry);
+	if (err)
+		return err;
 	unionfs_get_range(dentry, &b, &bend);
 	if (b < 0 || unionfs_dbt(parent) != bt)
 		return -ESTALE;

@@ -34,7 +34,7 @@ void unionfs_copy_attr(struct inode *inode, const struct inode *lower)
 	inode->i_blkbits = lower->i_blkbits;
 	inode->i_flags = (inode->i_flags & ~flags) | (lower->i_flags & flags);
 	if (!S_ISDIR(inode->i_mode))
-		set_nlink(inode, lower->i_nlink);
+		set_nlink(inode, unionfs_index_nlink(inode, lower->i_nlink));
 	fsstack_copy_inode_size(inode, (struct inode *)lower);
 }
 
@@ -227,6 +227,7 @@ int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 #endif
 	inode->i_mode = top->i_mode & S_IFMT;
 	inode->i_generation = top->i_generation;
+	unionfs_index_inode_init(inode, ud);
 	switch (inode->i_mode & S_IFMT) {
 	case S_IFREG:
 		inode->i_op = &unionfs_main_iops;
@@ -625,6 +626,8 @@ int unionfs_getattr(struct user_namespace *mnt_userns, const struct path *path,
 	}
 	if (S_ISDIR(inode->i_mode) && bend > bstart)
 		stat->nlink = 1;	/* merged: unknown, as overlayfs does */
+	else if (!S_ISDIR(inode->i_mode))
+		stat->nlink = unionfs_index_nlink(inode, stat->nlink);
 	return 0;
 }
 

@@ -308,6 +308,9 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 		}
 	}
 	kfree(whname);
+	/* a lower member of a link group may show its index entry */
+	if (!err && !from && ud->bstart > 0)
+		unionfs_index_lookup(parent, name, ud);
 	unionfs_dinfo_put(pud);
 	if (trace_unionfs_lookup_enabled())
 		unionfs_trace_lookup(sb, parent, name, ud, pstart, pend, probed,

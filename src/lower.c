@@ -497,14 +497,16 @@ ssize_t unionfs_do_getxattr(struct super_block *sb, int bindex,
 }
 
 /*
- * The size of xattr @name of @d, with no permission check and no fault
- * site: the union's own probe of what a branch fs holds (xattr.c, before
- * a copy-up), not a read of a user's.
+ * Xattr @name of @d (its size if @value is NULL), with no permission check
+ * and no fault site: the union's own probe of what a branch fs holds
+ * (xattr.c, before a copy-up; index.c, its link-group entries), not a read
+ * of a user's.
  */
 ssize_t unionfs_do_probe_xattr(struct super_block *sb, int bindex,
-			       struct dentry *d, const char *name)
+			       struct dentry *d, const char *name,
+			       void *value, size_t size)
 {
-	ssize_t ret = __vfs_getxattr(d, d_inode(d), name, NULL, 0);
+	ssize_t ret = __vfs_getxattr(d, d_inode(d), name, value, size);
 
 	unionfs_trace_op(sb, "probe_xattr", bindex, d, ret < 0 ? ret : 0);
 	return ret;

@@ -107,7 +107,8 @@ ssize_t unionfs_do_getxattr(struct super_block *sb, int bindex,
 			    struct dentry *d, const char *name, void *value,
 			    size_t size);
 ssize_t unionfs_do_probe_xattr(struct super_block *sb, int bindex,
-			       struct dentry *d, const char *name);
+			       struct dentry *d, const char *name,
+			       void *value, size_t size);
 ssize_t unionfs_do_listxattr(struct super_block *sb, int bindex,
 			     struct dentry *d, char *list, size_t size);
 int unionfs_do_statfs(struct unionfs_btable *bt, int bindex,

@@ -201,6 +201,8 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 	struct unionfs_btable *bt;
 	const struct cred *old;
 	int bstart, bend, b, nread = 0, err = 0;
+	unsigned long i, n0;
+	int ixt;
 
 	rdc = kzalloc(sizeof(*rdc), GFP_KERNEL);
 	if (!rdc)
@@ -249,6 +251,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 		rd.ctx.pos = 0;
 		rd.whseen = false;
 		rd.leftover = false;
+		n0 = rdc->n;
 		err = unionfs_do_iterate(sb, b, f, &rd.ctx);
 		nread++;
 		if (!err)
@@ -257,6 +260,24 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 			unionfs_nowh_record(d_inode(dentry), bt, b, ldir,
 					    stamp & ~(u64)rd.whseen);
 		fput(f);
+		/* names of link groups: their index entry's number (index.c) */
+		ixt = err ? -1 : unionfs_index_over(bt, b);
+		for (i = n0; ixt >= 0 && i < rdc->n; i++) {
+			struct unionfs_rdent *e = rdc->ents[i];
+			u64 ino;
+
+			if (fatal_signal_pending(current)) {
+				err = -EINTR;
+				break;
+			}
+			if (e->type != DT_REG && e->type != DT_UNKNOWN)
+				continue;
+			ino = unionfs_index_dino(bt, b, ixt, ld, e->name,
+						 e->len);
+			if (ino)
+				e->ino = ino;
+			cond_resched();
+		}
 		if (!err && clean && rd.leftover)
 			unionfs_clean_leftovers(bt, b, ld);
 		dput(ld);
@@ -496,7 +517,8 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 		err = -ESTALE;
 		goto out;
 	}
-	if (bstart == bend) {
+	/* a read-only branch under an index: merged (d_ino, index.c) */
+	if (bstart == bend && unionfs_index_over(ud->bt, bstart) < 0) {
 		struct dentry *ld = unionfs_ud_lower_get(ud, bstart);
 		struct file *f;
 

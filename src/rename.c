@@ -87,6 +87,14 @@ static int unionfs_rename_locked(struct inode *old_dir,
 			return err;
 	}
 
+	/* names of link groups: their own names first (index.c) */
+	if (!isdir) {
+		err = unionfs_index_prepare_remove(old_dentry);
+		if (!err && d_really_is_positive(new_dentry))
+			err = unionfs_index_prepare_remove(new_dentry);
+		if (err)
+			return err;
+	}
 	unionfs_get_range(old_dentry, &ostart, &oend);
 	if (ostart < 0)
 		return -ESTALE;

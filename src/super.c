@@ -32,6 +32,7 @@ static struct inode *unionfs_alloc_inode(struct super_block *sb)
 	ui->key = NULL;
 	ui->dir_version = 1;
 	ui->rdcache = NULL;
+	ui->ix_lower = -1;
 	return &ui->vfs_inode;
 }
 

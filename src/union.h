@@ -289,6 +289,7 @@ struct unionfs_inode_info {
 	u64 snap;		/* lower dirs' ctimes after our own changes */
 	unsigned int attr_gen;	/* bumped by every attribute change by us */
 	struct unionfs_rdcache *rdcache;	/* merged listing, under i_lock */
+	int ix_lower;		/* a link group's lower names shown (index.c), or -1 */
 };
 
 struct unionfs_file_info {
@@ -622,6 +623,28 @@ int unionfs_tmp_name(struct super_block *sb, char *buf);
 struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
 				  struct dentry *lparent);
 
+/* index.c: hard links across copy-up (docs/concepts.md "Hard links") */
+bool unionfs_index_wanted(struct unionfs_btable *bt, int b, struct dentry *ld);
+void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
+			  struct unionfs_dentry_info *ud);
+void unionfs_index_inode_init(struct inode *inode,
+			      struct unionfs_dentry_info *ud);
+unsigned int unionfs_index_nlink(const struct inode *inode,
+				 unsigned int nlink);
+int unionfs_index_copyup_link(struct dentry *dentry, struct dentry *src,
+			      int b, struct dentry *lparent, int t,
+			      struct dentry **newld);
+struct dentry *unionfs_index_create(struct unionfs_btable *bt, int t,
+				    struct dentry *tmp, struct inode *origin,
+				    const struct dentry *dentry);
+void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e);
+bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
+			     int t, struct dentry *newld);
+int unionfs_index_prepare_remove(struct dentry *dentry);
+int unionfs_index_over(struct unionfs_btable *bt, int b);
+u64 unionfs_index_dino(struct unionfs_btable *bt, int b, int t,
+		       struct dentry *ldir, const char *name, int len);
+
 /* rename.c */
 int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 		   struct dentry *old_dentry, struct inode *new_dir,
@@ -643,6 +666,9 @@ int unionfs_getattr(struct user_namespace *mnt_userns, const struct path *path,
 int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 		    struct iattr *ia);
 int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa);
+/* the union's own attributes on branch objects (index.c): never shown */
+#define UNIONFS_XATTR_PRIVATE	XATTR_TRUSTED_PREFIX "unionfs."
+bool unionfs_xattr_private(const char *name);
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
 struct posix_acl;
 int unionfs_set_acl(struct user_namespace *mnt_userns, struct inode *inode,

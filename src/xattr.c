@@ -5,6 +5,11 @@
  * the caller's credentials (the branch fs checks them). What the branch
  * would refuse is refused before the copy-up, so that a refused change
  * copies nothing up (unionfs_xattr_precheck()).
+ *
+ * The union's own attributes on branch objects ("trusted.unionfs.*": the
+ * link-group index's, index.c) are not the file's: they are left out of
+ * listings and copy-ups, and reading, setting or removing one through the
+ * union gives EOPNOTSUPP (as overlayfs does for "trusted.overlay.*").
  */
 #include "union.h"
 #include "lower.h"
@@ -13,6 +18,12 @@
 #include <linux/posix_acl.h>
 #include <linux/posix_acl_xattr.h>
 
+bool unionfs_xattr_private(const char *name)
+{
+	return !strncmp(name, UNIONFS_XATTR_PRIVATE,
+			sizeof(UNIONFS_XATTR_PRIVATE) - 1);
+}
+
 static int unionfs_xattr_get(const struct xattr_handler *handler,
 			     struct dentry *dentry, struct inode *inode,
 			     const char *name, void *buffer, size_t size)
@@ -20,6 +31,8 @@ static int unionfs_xattr_get(const struct xattr_handler *handler,
 	struct dentry *ld;
 	int b, ret;
 
+	if (unionfs_xattr_private(name))
+		return -EOPNOTSUPP;
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
@@ -61,7 +74,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	if (t < 0)
 		goto out;	/* the copy-up says why */
 	root = bt->br[t]->path.dentry;
-	ret = unionfs_do_probe_xattr(bt->sb, t, root, name);
+	ret = unionfs_do_probe_xattr(bt->sb, t, root, name, NULL, 0);
 	if (ret == -EOPNOTSUPP) {
 		err = ret;
 		goto out;
@@ -87,7 +100,7 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	}
 	if (value && !(flags & (XATTR_CREATE | XATTR_REPLACE)))
 		goto out;
-	ret = unionfs_do_probe_xattr(bt->sb, b, ld, name);
+	ret = unionfs_do_probe_xattr(bt->sb, b, ld, name, NULL, 0);
 	if (ret == -ENODATA && (!value || (flags & XATTR_REPLACE)))
 		err = -ENODATA;
 	else if (ret >= 0 && value && (flags & XATTR_CREATE))
@@ -145,6 +158,11 @@ static int unionfs_xattr_set(const struct xattr_handler *handler,
 			     const char *name, const void *value, size_t size,
 			     int flags)
 {
+	if (unionfs_xattr_private(name)) {
+		pr_warn_ratelimited("xattr %*pE of %pd: reserved for the union (EOPNOTSUPP)\n",
+				    (int)strlen(name), name, dentry);
+		return -EOPNOTSUPP;
+	}
 	return unionfs_xattr_change(dentry, inode, name, value, size, flags);
 }
 
@@ -187,16 +205,53 @@ out:
 	return err;
 }
 
+/* Drop the union's own names from @list (@len bytes): the new length. */
+static ssize_t unionfs_xattr_filter(char *list, ssize_t len)
+{
+	char *s = list, *d = list;
+
+	while (s < list + len) {
+		size_t n = strnlen(s, list + len - s) + 1;
+
+		if (!unionfs_xattr_private(s)) {
+			memmove(d, s, n);
+			d += n;
+		}
+		s += n;
+	}
+	return d - list;
+}
+
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size)
 {
 	struct dentry *ld;
+	char *buf = NULL;
 	ssize_t ret;
 	int b;
 
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	ret = unionfs_do_listxattr(dentry->d_sb, b, ld, list, size);
+	/*
+	 * The branch's list, less the union's own names: read whole into a
+	 * buffer of ours, so that a list that fits @size only once filtered
+	 * is not refused by the branch with ERANGE.
+	 */
+	ret = unionfs_do_listxattr(dentry->d_sb, b, ld, NULL, 0);
+	if (ret > 0) {
+		buf = kvmalloc(ret, GFP_KERNEL);
+		ret = buf ? unionfs_do_listxattr(dentry->d_sb, b, ld, buf, ret) :
+			    -ENOMEM;
+	}
+	if (ret > 0)
+		ret = unionfs_xattr_filter(buf, ret);
+	if (ret > 0 && size) {
+		if (ret > size)
+			ret = -ERANGE;
+		else
+			memcpy(list, buf, ret);
+	}
+	kvfree(buf);
 	dput(ld);
 	return ret;
 }

@@ -335,6 +335,45 @@ TRACE_EVENT(unionfs_hazard,
 		  __entry->bindex, __get_str(name), __get_str(what))
 );
 
+/*
+ * Hard-link index decisions (index.c, docs/concepts.md "Hard links"): for
+ * the union name @name, the link group @key in the index of branch @bindex
+ * was "found" (lookup), "created" (copy-up of a first name), "linked" (a
+ * name of the group given its own link to the index), "stale" (an entry
+ * whose origin does not match: ignored or replaced) or "adopted" (names of
+ * the group cached in the dcache moved over to the index).
+ */
+DECLARE_EVENT_CLASS(unionfs_index_class,
+	TP_PROTO(struct super_block *sb, const char *name, int bindex,
+		 const char *key, const char *what, int err),
+	TP_ARGS(sb, name, bindex, key, what, err),
+	TP_STRUCT__entry(
+		__field(dev_t, dev)
+		__string(name, name)
+		__field(int, bindex)
+		__string(key, key)
+		__string(what, what)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->dev = sb->s_dev;
+		__assign_str(name, name);
+		__entry->bindex = bindex;
+		__assign_str(key, key);
+		__assign_str(what, what);
+		__entry->err = err;
+	),
+	TP_printk("dev %d:%d name %s branch %d group %s %s err %d",
+		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
+		  __entry->bindex, __get_str(key), __get_str(what),
+		  __entry->err)
+);
+
+DEFINE_EVENT(unionfs_index_class, unionfs_index,
+	TP_PROTO(struct super_block *sb, const char *name, int bindex,
+		 const char *key, const char *what, int err),
+	TP_ARGS(sb, name, bindex, key, what, err));
+
 #endif /* _UNIONFS_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

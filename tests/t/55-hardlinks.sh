@@ -1,0 +1,147 @@
+#!/bin/bash
+# Hard links across copy-up (docs/concepts.md "Hard links"): a lower file with several names,
+# copied up through one of them, is one file through every name (content, st_ino, st_nlink
+# counting the names the union shows), after umount/mount too; unlink and new links behave
+# as on a plain file system (link structure, tar, du compared with a plain copy that went
+# through the same operations); a file with one name leaves nothing in the index; two
+# appends racing through two names of one lower group both land in the one file.
+# On tmpfs and on ext4 branches.
+. "$(dirname "$0")/../lib.sh"
+. tests/unionfs-lib.sh
+require_guest
+modprobe loop
+mk_tmpdir
+dmesg_mark
+
+IX=.wh..wh.unionfs.index
+# one line per file (not directory) group under DIR: "nlink name name...", names sorted
+groups() {
+	(cd "$1" && find . -mindepth 1 ! -type d -printf '%i %n %p\n') | LC_ALL=C sort -k3 |
+		awk '{g[$1] = g[$1] " " $3; n[$1] = $2} END {for (k in g) print n[k] g[k]}' |
+		LC_ALL=C sort
+}
+inos() { stat -c %i "$@" | sort -u | wc -l; }
+nlinks() { stat -c %h "$@" | tr '\n' ' '; }
+tarlinks() { tar -cf - -C "$1" . | tar -tvf - | grep -c ' link to '; }
+dus() { du -s "$1" | cut -f1; }
+
+run_case() {
+	local fs=$1 D=$T/$1
+	mkdir -p "$D/m"
+	branch_fs "$fs" "$D" 3 || { not_ok "$fs: make branches"; return; }
+	local UP=$D/b0 LO=$D/b1 P=$D/b2 M=$D/m
+	local OPTS="dirs=$UP=rw:$LO=ro"
+	mkdir -p "$LO/sub"
+	echo old > "$LO/a"; ln "$LO/a" "$LO/b"; ln "$LO/a" "$LO/sub/c"
+	echo single > "$LO/one"
+	cp -a "$LO/." "$P/"
+	check "$fs: mount" mount -i -t unionfs -o "$OPTS" none "$M" || return
+	is "$fs: before copy-up: nlink 3" "$(nlinks "$M/a" "$M/b" "$M/sub/c")" "3 3 3 "
+
+	local TRE=/sys/kernel/tracing/events/unionfs/unionfs_index
+	[[ -d $TRE ]] && { echo 1 > "$TRE/enable"; echo > /sys/kernel/tracing/trace; }
+	echo x >> "$M/a"; echo x >> "$P/a"
+	if [[ -d $TRE ]]; then
+		is "$fs: tracepoint unionfs_index: group created by the copy-up of a" \
+			"$(grep -c 'unionfs_index: .* name a branch 0 group .* created err 0' /sys/kernel/tracing/trace)" 1
+		echo 0 > "$TRE/enable"
+	else
+		skip "$fs: tracepoint unionfs_index" "no tracefs"
+	fi
+	is "$fs: append through a: b shows it" "$(cat "$M/b" 2>&1 | tr '\n' ' ')" "old x "
+	is "$fs: append through a: sub/c shows it" "$(cat "$M/sub/c" 2>&1 | tr '\n' ' ')" "old x "
+	is "$fs: a, b, sub/c: one st_ino" "$(inos "$M/a" "$M/b" "$M/sub/c")" 1
+	is "$fs: a, b, sub/c: st_nlink 3" "$(nlinks "$M/a" "$M/b" "$M/sub/c")" "3 3 3 "
+	chmod 640 "$M/b"; chmod 640 "$P/b"
+	is "$fs: chmod through b shows on a" "$(stat -c %a "$M/a")" 640
+	echo y >> "$M/sub/c"; echo y >> "$P/sub/c"
+	is "$fs: append through sub/c shows on a" "$(cat "$M/a" 2>&1 | tr '\n' ' ')" "old x y "
+	is "$fs: link groups as on a plain copy" "$(groups "$M")" "$(groups "$P")"
+	is "$fs: lower branch untouched" "$(cat "$LO/b" | tr '\n' ' ')" "old "
+	is "$fs: the index holds the group" "$(ls -A "$UP/$IX" 2>/dev/null | wc -l)" 1
+	echo more >> "$M/one"
+	is "$fs: a file with nlink 1 leaves nothing in the index" \
+		"$(ls -A "$UP/$IX" 2>/dev/null | wc -l)" 1
+	is "$fs: the index is not shown" "$(ls -A "$M" | grep -c wh)" 0
+	check_fail "$fs: the index cannot be opened through the union" - stat "$M/$IX"
+	# the index's own xattrs are on the branch inode, not the file's
+	local ent; ent=$(ls -A "$UP/$IX" 2>/dev/null | head -n 1)
+	is "$fs: the index entry carries trusted.unionfs.nlink" \
+		"$(getfattr --absolute-names -m '^trusted\.unionfs\.' "$UP/$IX/$ent" 2>&1 | grep -c unionfs)" 2
+	is "$fs: getfattr -d -m - through the union lists no trusted.unionfs.*" \
+		"$(getfattr --absolute-names -d -m - "$M/a" 2>&1 | grep -c 'trusted\.unionfs')" 0
+	check_fail "$fs: reading trusted.unionfs.nlink through the union" EOPNOTSUPP \
+		getfattr --absolute-names -n trusted.unionfs.nlink "$M/a"
+	check_fail "$fs: setting trusted.unionfs.nlink through the union" EOPNOTSUPP \
+		setfattr -n trusted.unionfs.nlink -v 9 "$M/a"
+	check_fail "$fs: removing trusted.unionfs.origin through the union" EOPNOTSUPP \
+		setfattr -x trusted.unionfs.origin "$M/a"
+	is "$fs: st_nlink unchanged by those attempts" "$(nlinks "$M/a" "$M/b" "$M/sub/c")" "3 3 3 "
+	check "$fs: another trusted xattr can still be set" setfattr -n trusted.t1 -v v "$M/a"
+	is "$fs: ... and is listed through the union" \
+		"$(getfattr --absolute-names -d -m - "$M/b" 2>&1 | grep -c 'trusted\.t1')" 1
+
+	check "$fs: umount" umount "$M"
+	check "$fs: mount again" mount -i -t unionfs -o "$OPTS" none "$M"
+	is "$fs: after remount: b, sub/c content" \
+		"$(cat "$M/b" "$M/sub/c" 2>&1 | tr '\n' ' ')" "old x y old x y "
+	is "$fs: after remount: one st_ino" "$(inos "$M/a" "$M/b" "$M/sub/c")" 1
+	is "$fs: after remount: st_nlink 3" "$(nlinks "$M/a" "$M/b" "$M/sub/c")" "3 3 3 "
+	is "$fs: after remount: groups as on the plain copy" "$(groups "$M")" "$(groups "$P")"
+
+	check "$fs: rm b" rm "$M/b"
+	rm "$P/b"
+	is "$fs: after rm b: nlink 2 on a, sub/c" "$(nlinks "$M/a" "$M/sub/c")" "2 2 "
+	check_fail "$fs: b is gone" ENOENT stat "$M/b"
+	check "$fs: ln a d" ln "$M/a" "$M/d"
+	ln "$P/a" "$P/d"
+	is "$fs: after ln a d: nlink 3" "$(nlinks "$M/a" "$M/d" "$M/sub/c")" "3 3 3 "
+	is "$fs: after ln a d: one st_ino" "$(inos "$M/a" "$M/d" "$M/sub/c")" 1
+	check "$fs: mv sub/c e" mv "$M/sub/c" "$M/e"
+	mv "$P/sub/c" "$P/e"
+	is "$fs: after mv: nlink 3" "$(nlinks "$M/a" "$M/d" "$M/e")" "3 3 3 "
+	is "$fs: groups as on the plain copy after rm, ln, mv" "$(groups "$M")" "$(groups "$P")"
+	is "$fs: tar sees the links as on the plain copy" "$(tarlinks "$M")" "$(tarlinks "$P")"
+	is "$fs: du -s as on the plain copy" "$(dus "$M")" "$(dus "$P")"
+	check "$fs: umount" umount "$M"
+	check "$fs: mount again" mount -i -t unionfs -o "$OPTS" none "$M"
+	is "$fs: after remount: groups as on the plain copy" "$(groups "$M")" "$(groups "$P")"
+	is "$fs: after remount: content" "$(cat "$M/a" "$M/d" "$M/e" | tr '\n' ' ')" \
+		"old x y old x y old x y "
+	rm "$M/a" "$M/d" "$M/e"
+	is "$fs: every name removed: none shown" "$(ls "$M" | tr '\n' ' ')" "one sub "
+	check "$fs: umount" umount "$M"
+}
+
+run_case tmpfs
+run_case ext4
+
+# the race: two appends through two names of one lower group, 200 groups
+D=$T/race
+mkdir -p "$D/m"
+branch_fs tmpfs "$D" 2 || not_ok "race: make branches"
+N=200
+for ((i = 0; i < N; i++)); do
+	echo o > "$D/b1/f$i.a"; ln "$D/b1/f$i.a" "$D/b1/f$i.b"
+done
+check "race: mount" mount -i -t unionfs -o "dirs=$D/b0=rw:$D/b1=ro" none "$D/m"
+race() {
+	local i bad=0 M=$1
+	for ((i = 0; i < N; i++)); do
+		(echo A >> "$M/f$i.a") 2>> "$M.err" &
+		(echo B >> "$M/f$i.b") 2>> "$M.err" &
+		wait
+		c=$(sort "$M/f$i.a" | tr '\n' ' ')
+		[[ $c == "A B o " && $(cat "$M/f$i.b" | sort | tr '\n' ' ') == "$c" &&
+			$(stat -c %i "$M/f$i.a") == $(stat -c %i "$M/f$i.b") ]] ||
+			{ echo "f$i: '$c'"; bad=$((bad + 1)); }
+	done
+	echo "bad $bad"
+}
+out=$(timeout -s KILL 150 bash -c "N=$N; $(declare -f race); race $D/m" 2>&1)
+is "race: both appends in the one file, one st_ino (of $N)" "$(tail -n 1 <<< "$out")" "bad 0"
+is "race: no error to userspace" "$(head -c 300 "$D/m.err" 2>/dev/null)" ""
+check "race: umount" umount "$D/m"
+
+is "no oops, WARN or BUG in the kernel log" "$(dmesg_bad)" ""
+finish
