@@ -36,6 +36,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../uapi/unionfs.h"
@@ -71,7 +72,8 @@ static void usage_to(FILE *out, int status)
 		"it pins the branches of the table it was opened with).\n"
 		"--fsck: check branch directories, highest priority first, of a union\n"
 		"that is not mounted: leftover copy-up temporaries, whiteouts beside\n"
-		"the name they hide, whiteouts that hide nothing; --repair removes them.\n",
+		"the name they hide, whiteouts that hide nothing, link-group index\n"
+		"entries no name uses any more; --repair removes them.\n",
 		prog, prog, prog, prog, prog, prog, prog, prog, prog);
 	exit(status);
 }
@@ -605,6 +607,7 @@ static int busy(const char *mnt, const char *dir)
 
 /* --fsck */
 #define TMPPFX ".wh..wh.unionfs."
+#define INDEXDIR TMPPFX "index"
 
 /*
  * A copy-up temporary the module left: TMPPFX and a decimal number, as the
@@ -684,6 +687,52 @@ static int below(int i, const char *rel, const char *name)
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * The link-group index of a writable branch (docs/concepts.md "Hard
+ * links"): an entry no name of the union uses any more is one whose inode
+ * has no other link (no copied-up name) and whose trusted.unionfs.nlink
+ * says no lower name is shown through it: it only costs space. Entries
+ * still in use, and anything this cannot read, are left alone.
+ */
+static void fsck_index(int i, int dfd)
+{
+	struct dirent *e;
+	struct stat st;
+	char v[16];
+	ssize_t n;
+	DIR *d;
+	int fd = openat(dfd, INDEXDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		fsck_err = 1;
+		return;
+	}
+	while ((e = readdir(d))) {
+		char path[PATH_MAX * 2 + 2];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || st.st_nlink != 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", fd,
+			 e->d_name);
+		n = lgetxattr(path, "trusted.unionfs.nlink", v, sizeof(v) - 1);
+		if (n < 0)
+			continue;
+		v[n] = '\0';
+		if (strcmp(v, "0"))
+			continue;
+		finding(fd, "unused-index-entry", fsck_dirs[i], INDEXDIR,
+			e->d_name);
+	}
+	closedir(d);
 }
 
 static void fsck_dir(int i, int dfd, dev_t dev, const char *rel, int depth)
@@ -790,6 +839,7 @@ static int fsck(char **dirs, int n)
 			return 8;
 		}
 		fsck_dir(i, fd, st.st_dev, "", 0);
+		fsck_index(i, fd);
 		close(fd);
 	}
 	printf("%d finding%s, %d left\n", fsck_found,

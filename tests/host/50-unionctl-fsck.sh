@@ -3,7 +3,8 @@
 # mounted (issue 24 item 4; the module cleans its own temporaries too): it reports leftover
 # copy-up temporaries (.wh..wh.unionfs.N, files or directory trees; other names of that reserved
 # family, e.g. .wh..wh.unionfs.index, are not), whiteouts beside the name
-# they hide and whiteouts that hide nothing below, never opaque markers, valid whiteouts,
+# they hide, whiteouts that hide nothing below and link-group index entries no name uses,
+# never opaque markers, valid whiteouts, index entries in use,
 # symlinked directories or other file systems; --repair removes exactly the findings. Exit
 # status as fsck(8): 0 clean, 1 all repaired, 4 findings left.
 . "$(dirname "$0")/../lib.sh"
@@ -28,18 +29,25 @@ touch "$B0/f/.wh..wh.unionfs.5" "$B1/f/.wh.z"	# a lower branch's own findings
 # reserved names of the family that are not temporaries (the module's cleaner removes only
 # .wh..wh.unionfs.<digits>): kept
 mkdir -p "$B0/.wh..wh.unionfs.index"; touch "$B0/.wh..wh.unionfs.index/k" "$B0/.wh..wh.unionfs.12x"
+# link-group index entries (trusted.unionfs.nlink: lower names shown through the entry): only
+# one with no other link and a count of 0 is unused; one without the xattr is not judged
+IXD=$B0/.wh..wh.unionfs.index
+touch "$IXD/unused" "$IXD/linked" "$IXD/lower2"
+setfattr -n trusted.unionfs.nlink -v 0 "$IXD/unused"
+setfattr -n trusted.unionfs.nlink -v 0 "$IXD/linked"; ln "$IXD/linked" "$B0/name-of-linked"
+setfattr -n trusted.unionfs.nlink -v 2 "$IXD/lower2"
 
 out=$("$U" --fsck "$B0" "$B1"); rc=$?
 is "report: exit 4 (findings left)" "$rc" 4
 is "report: the findings" "$(grep -v '^[0-9]' <<< "$out" | awk '{print $1, $2}' | sed "s|$W/||" | sort | tr '\n' ';')" \
-"leftover-temporary b0/.wh..wh.unionfs.123;leftover-temporary b0/.wh..wh.unionfs.9;leftover-temporary b0/f/.wh..wh.unionfs.5;whiteout-beside-name b0/d/.wh.y;whiteout-hides-nothing b0/d/.wh.gone;whiteout-hides-nothing b1/f/.wh.z;"
-is "report: summary line" "$(tail -n 1 <<< "$out")" "6 findings, 6 left"
-is "report only: nothing removed" "$(find "$W" | wc -l)" 27
+"leftover-temporary b0/.wh..wh.unionfs.123;leftover-temporary b0/.wh..wh.unionfs.9;leftover-temporary b0/f/.wh..wh.unionfs.5;unused-index-entry b0/.wh..wh.unionfs.index/unused;whiteout-beside-name b0/d/.wh.y;whiteout-hides-nothing b0/d/.wh.gone;whiteout-hides-nothing b1/f/.wh.z;"
+is "report: summary line" "$(tail -n 1 <<< "$out")" "7 findings, 7 left"
+is "report only: nothing removed" "$(find "$W" | wc -l)" 31
 out=$("$U" --fsck --repair "$B0" "$B1"); rc=$?
 is "repair: exit 1 (all repaired)" "$rc" 1
-is "repair: one 'removed' line per finding" "$(grep -c '^removed ' <<< "$out")" 6
+is "repair: one 'removed' line per finding" "$(grep -c '^removed ' <<< "$out")" 7
 is "repair: what is left" "$(cd "$W" && find b0 b1 elsewhere | sort | tr '\n' ' ')" \
-"b0 b0/.wh..wh.unionfs.12x b0/.wh..wh.unionfs.index b0/.wh..wh.unionfs.index/k b0/d b0/d/.wh.x b0/d/y b0/e b0/e/.wh..wh..opq b0/e/.wh.__dir_opaque b0/f b0/link b1 b1/d b1/d/x b1/f elsewhere elsewhere/.wh.nothing "
+"b0 b0/.wh..wh.unionfs.12x b0/.wh..wh.unionfs.index b0/.wh..wh.unionfs.index/k b0/.wh..wh.unionfs.index/linked b0/.wh..wh.unionfs.index/lower2 b0/d b0/d/.wh.x b0/d/y b0/e b0/e/.wh..wh..opq b0/e/.wh.__dir_opaque b0/f b0/link b0/name-of-linked b1 b1/d b1/d/x b1/f elsewhere elsewhere/.wh.nothing "
 is "repair: the name beside the whiteout is kept" "$(cat "$B0/d/y")" keep
 out=$("$U" --fsck "$B0" "$B1"); rc=$?
 is "clean: exit 0" "$rc:$(tail -n 1 <<< "$out")" "0:0 findings, 0 left"

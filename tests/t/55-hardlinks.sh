@@ -111,6 +111,12 @@ run_case() {
 	rm "$M/a" "$M/d" "$M/e"
 	is "$fs: every name removed: none shown" "$(ls "$M" | tr '\n' ' ')" "one sub "
 	check "$fs: umount" umount "$M"
+	# the group's entry is now used by no name: unionctl --fsck finds it, --repair removes it
+	is "$fs: fsck: the entry is unused" \
+		"$(build/unionctl --fsck "$UP" "$LO" | grep -c '^unused-index-entry')" 1
+	build/unionctl --fsck --repair "$UP" "$LO" > /dev/null
+	is "$fs: fsck --repair: exit 1 (repaired), the index empty" \
+		"$?:$(ls -A "$UP/$IX" | wc -l)" "1:0"
 }
 
 run_case tmpfs
