@@ -74,6 +74,10 @@ def cstr(v, maxlen=256):
         return "<unreadable 0x%x>" % int(v)
 
 
+# the link-group index of a writable branch (docs/concepts.md "Hard links")
+INDEX_DIR = ".wh..wh.unionfs.index"
+
+
 def dname(d):
     return cstr(d["d_name"]["name"])
 
@@ -444,6 +448,8 @@ def fanout_dentry(d, dot=None, title=None):
                 desc = "dentry 0x%x \"%s\" NEGATIVE" % (int(ld), dname(ld))
             if d_unhashed(ld) and not is_root(ld):
                 marks.append("UNHASHED in branch")
+            if dname(ld["d_parent"]) == INDEX_DIR and dname(ld) != dname(d):
+                marks.append("link group: the index entry")
             if br is not None:
                 desc += "  %s" % lower_path_of(ld, br)
         else:

@@ -56,6 +56,10 @@ def esc(b):
     return "".join(chr(c) if 32 < c < 127 and c != 0x5c else "\\%03o" % c for c in b)
 
 
+# the link-group index of a writable branch (docs/concepts.md "Hard links")
+INDEX_DIR = b".wh..wh.unionfs.index"
+
+
 def dname(d):
     return d.d_name.name.string_()
 
@@ -200,6 +204,8 @@ def fanout(what, dot=None, out=print):
             marks.append("shadowed by branch %d" % int(ud.bstart))
         if i == int(ud.bopaque):
             marks.append("opaque")
+        if ld and dname(ld.d_parent) == INDEX_DIR and dname(ld) != dname(d):
+            marks.append("link group: the index entry")
         # outside the range the lookup kept: what the branch's dcache has under the name
         lpar = pud.lower[i] if pud is not None and i < int(pud.nbr) else None
         wh = lookup_child(lpar, b".wh." + dname(d)) if lpar and not ld else None

@@ -4,7 +4,8 @@
 # A copy-up of that file is held in flight by freezing the rw branch right after the copy-up's
 # prepare phase (tracepoint unionfs_copyup_phase): the helper must find it on the writer's
 # stack with its nameless O_TMPFILE temporary, which no path lookup can see. Then the
-# helper's mounts, fanout (a copied-up file and a lower-only one, against `stat` of the
+# helper's mounts, fanout (a copied-up file, a lower-only one and a name of a link group shown
+# through the index, against `stat` of the
 # branches) and stale (a lower file removed directly behind the union's back) are checked.
 # The vmcore side (crash dump) is checked in 20-kdump.sh. Needs build/vmlinux (make vmlinux)
 # and drgn (python3-drgn, installed by make deps).
@@ -40,6 +41,7 @@ truncate -s 256M /tmp/d/img0 && mkfs.ext4 -q -F -O ^has_journal /tmp/d/img0 &&
 rmdir /tmp/d/b0/lost+found
 head -c $((32 << 20)) /dev/urandom > /tmp/d/b1/big
 echo low > /tmp/d/b1/low; echo gone > /tmp/d/b1/gone; echo up > /tmp/d/b1/up
+echo g > /tmp/d/b1/g1; ln /tmp/d/b1/g1 /tmp/d/b1/g2	# a link group
 mount -i -t unionfs -o dirs=/tmp/d/b0=rw:/tmp/d/b1=ro none /tmp/d/m || exit 3
 cat /tmp/d/m/low /tmp/d/m/gone > /dev/null
 echo more >> /tmp/d/m/up	# copied up: top in b0, shadowed in b1
@@ -47,6 +49,8 @@ stat -c %i /tmp/d/b0/up /tmp/d/b1/up /tmp/d/b1/low > $W/inodes
 $DRGN $PROJ/gdb-scripts/unionfs_drgn.py mounts > $W/mounts.out 2>&1; echo $? > $W/mounts.rc
 $DRGN $PROJ/gdb-scripts/unionfs_drgn.py fanout /tmp/d/m/up --dot $W/up.dot > $W/fanout.out 2>&1
 echo $? > $W/fanout.rc
+echo x >> /tmp/d/m/g1; cat /tmp/d/m/g2 > /dev/null	# g2 now shows b0's index entry
+$DRGN $PROJ/gdb-scripts/unionfs_drgn.py fanout /tmp/d/m/g2 > $W/group.out 2>&1
 # a copy-up held after its prepare phase: the rw branch frozen
 echo 0 > $TR/events/enable; : > $TR/trace
 echo 1 > $TR/events/unionfs/unionfs_copyup_phase/enable; echo 1 > $TR/tracing_on
@@ -90,6 +94,12 @@ check "fanout: the original in b1 (inode $iup1) is shadowed" \
 	grep -qE "^  └─ \[1\] ro /tmp/d/b1 +ino $iup1 regular  /up  <shadowed by branch 0>$" <<< "$fo"
 check "fanout --dot: a graph with the winning branch in blue" \
 	grep -q 'b0 \[label="\[0\] rw /tmp/d/b0\\nino [0-9]* regular  /up\\ntop", color=blue\]' "$W/up.dot"
+
+go=$(cat "$W/group.out" 2>/dev/null)
+check "fanout: a lower name of a copied-up link group shows b0's index entry" \
+	grep -qE '^  ├─ \[0\] rw /tmp/d/b0 +ino [0-9]+ regular  /\.wh\.\.wh\.unionfs\.index/[0-9a-f-]+  <top, link group: the index entry>$' <<< "$go"
+check "fanout: ... over its lower file in b1" \
+	grep -qE '^  └─ \[1\] ro /tmp/d/b1 +ino [0-9]+ regular  /g2  <shadowed by branch 0>$' <<< "$go"
 
 co=$(cat "$W/calls.out" 2>/dev/null)
 check "the rw branch froze right after the copy-up's prepare phase" test -e "$W/frozen"
