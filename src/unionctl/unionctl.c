@@ -19,7 +19,8 @@
  * 1 the kernel refused (errno printed), 2 usage, 3 MNT is not a union;
  * --busy: 0 something holds BR, 1 nothing does (as fuser(1)); --fsck: 0
  * clean, 1 findings all repaired, 4 findings left, 8 operational error (as
- * fsck(8)).
+ * fsck(8)). Branches are read from /sys/fs/unionfs/MAJ:MIN/branches, else
+ * (an older module, or UNIONCTL_SYSFS=0) from dirs= of /proc/mounts.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -101,6 +102,71 @@ static void unescape(char *s)
 }
 
 /*
+ * The length of the module's escape at @p (a '\\'): "\\:", "\\=", "\\\\",
+ * "\\," or "\\ooo" (unionfs(5) "Escapes"), or 0 if it is not one.
+ */
+static int opt_escape_len(const char *p)
+{
+	if (p[1] == ':' || p[1] == '=' || p[1] == '\\' || p[1] == ',')
+		return 2;
+	if (p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+	    p[3] >= '0' && p[3] <= '7')
+		return 4;
+	return 0;
+}
+
+/* Decode the module's escapes of @s (@len bytes) into @out. */
+static void opt_unescape(const char *s, size_t len, char *out, size_t n)
+{
+	size_t o = 0, i = 0;
+
+	while (i < len && o + 1 < n) {
+		int e = s[i] == '\\' ? opt_escape_len(s + i) : 0;
+
+		if (e == 2) {
+			out[o++] = s[i + 1];
+		} else if (e == 4) {
+			out[o++] = (char)((s[i + 1] - '0') * 64 +
+					  (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+		} else {
+			out[o++] = s[i];
+			e = 1;
+		}
+		i += e;
+	}
+	out[o] = '\0';
+}
+
+/*
+ * The branches of a dirs= value as /proc/mounts shows it (the module's
+ * escapes: an unescaped ':' separates branches, the last unescaped '='
+ * starts the mode, ',' is always escaped), up to the end of @p or the
+ * first ','.
+ */
+static void parse_dirs(const char *p)
+{
+	while (*p && *p != ',' && nbranches < UNIONFS_MAX_BRANCHES) {
+		const char *s = p, *eq = NULL;
+		struct branch *b = &branches[nbranches++];
+
+		while (*s && *s != ':' && *s != ',') {
+			int e = *s == '\\' ? opt_escape_len(s) : 0;
+
+			if (*s == '=')
+				eq = s;
+			s += e ? e : 1;
+		}
+		opt_unescape(p, (eq ? eq : s) - p, b->path, sizeof(b->path));
+		if (eq)
+			snprintf(b->mode, sizeof(b->mode), "%.*s",
+				 (int)(s - eq - 1), eq + 1);
+		else
+			snprintf(b->mode, sizeof(b->mode), "rw");
+		p = *s == ':' ? s + 1 : s;
+	}
+}
+
+/*
  * @path as a branch path in a remount command (add=, del=, mode=): ':', '='
  * and '\\' after a '\\', ',' and whitespace as octal (mount(2)'s option
  * string splits at ','), as the module reads dirs= (unionfs(5) "Escapes").
@@ -175,7 +241,7 @@ static int load_branches(const char *mnt)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		char dev[256], dir[PATH_MAX], type[64], *opts, *p, *tok;
+		char dev[256], dir[PATH_MAX], type[64], *opts, *p;
 
 		opts = malloc(sizeof(line));
 		if (!opts)
@@ -192,27 +258,18 @@ static int load_branches(const char *mnt)
 		}
 		nbranches = 0;
 		snprintf(mount_opts, sizeof(mount_opts), "%s", opts);
-		p = strstr(opts, "dirs=");
-		if (p) {
-			p += 5;
-			p[strcspn(p, ",")] = '\0';
-			while ((tok = strsep(&p, ":")) && nbranches < UNIONFS_MAX_BRANCHES) {
-				char *eq = strrchr(tok, '=');
-				struct branch *b = &branches[nbranches++];
-
-				snprintf(b->mode, sizeof(b->mode), "%s",
-					 eq ? eq + 1 : "rw");
-				if (eq)
-					*eq = '\0';
-				unescape(tok);
-				snprintf(b->path, sizeof(b->path), "%s", tok);
-			}
-		}
+		p = strstr(opts, ",dirs=");
+		if (p)
+			parse_dirs(p + 6);
+		else if (!strncmp(opts, "dirs=", 5))
+			parse_dirs(opts + 5);
 		found = 0;	/* the last mount on MNT wins */
 		free(opts);
 	}
 	fclose(f);
-	if (!found)
+	/* UNIONCTL_SYSFS=0: /proc/mounts only (what an older module gives) */
+	if (!found && !(getenv("UNIONCTL_SYSFS") &&
+			!strcmp(getenv("UNIONCTL_SYSFS"), "0")))
 		load_sysfs_branches(real);
 	return found;
 }

@@ -108,6 +108,11 @@ is "remount mode= of an escaped branch" "$($S remount "$T/m" "mode=$E/q\\:r=ro")
 is "remount del= of it again" "$($S remount "$T/m" "del=$E/q\\:r")" OK
 is "unionctl --add of a path with ':' and ','" "$(build/unionctl "$T/m" --add "$E/q:r=ro" --after "$E/com,ma" 2>&1 && br_line 5)" "ro $E/q:r"
 check "unionctl --remove of it" build/unionctl "$T/m" --remove "$E/q:r"
+# an older module has no sysfs branches file: unionctl reads dirs= of /proc/mounts, escapes and all
+is "unionctl --list from /proc/mounts (UNIONCTL_SYSFS=0) = from sysfs" \
+	"$(UNIONCTL_SYSFS=0 build/unionctl "$T/m" --list 2>&1)" "$(build/unionctl "$T/m" --list 2>&1)"
+is "... which has the paths with ':', '=' and ','" \
+	"$(UNIONCTL_SYSFS=0 build/unionctl "$T/m" --list 2>&1 | grep -c -e 'a:b' -e 'x=y' -e 'com,ma')" 3
 check "umount the escaped union" umount "$T/m"
 check "mount again with exactly the dirs= read from mountinfo" mount -i -t unionfs -o "dirs=$got" none "$T/m"
 esc_union "dirs= read back"
