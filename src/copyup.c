@@ -59,13 +59,27 @@ int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex)
 	return -EROFS;
 }
 
-static int unionfs_copy_data(struct super_block *sb, struct file *in,
-			     struct file *out, loff_t size, loff_t *copied)
+/*
+ * @size bytes of @in to @out, at offset 0 of both. Where the two are on one
+ * superblock whose fs can share extents, the data is cloned (O(1) in the
+ * size, as overlayfs' copy-up does; *@cloned set); else, or if the clone is
+ * refused or partial, copied chunk by chunk, holes kept.
+ */
+static int unionfs_copy_data(struct super_block *sb, int t, struct file *in,
+			     struct file *out, loff_t size, loff_t *copied,
+			     bool *cloned)
 {
 	bool skip_holes = in->f_mode & FMODE_LSEEK;
 	loff_t pos = 0, data_end = 0;
 	int err = 0;
 
+	if (size && out->f_op->remap_file_range &&
+	    file_inode(in)->i_sb == file_inode(out)->i_sb &&
+	    unionfs_do_clone(sb, t, in, out, size) == size) {
+		*copied = size;
+		*cloned = true;
+		return 0;
+	}
 	while (pos < size) {
 		loff_t in_pos, out_pos, chunk = min_t(loff_t, UNIONFS_CHUNK,
 						      size - pos);
@@ -292,6 +306,7 @@ struct unionfs_copyup_ctx {
 	struct kstat pst;		/* of @lparent: restored afterwards */
 	loff_t len;			/* >= 0: data limit (truncate) */
 	loff_t copied;			/* bytes of data copied */
+	bool cloned;			/* ... by a clone of the extents */
 	bool opaque;			/* a directory: mark the copy opaque */
 	bool write;			/* we hold write access to branch @t */
 	bool index;			/* a link group's: published to the index */
@@ -505,7 +520,8 @@ static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 			goto out;
 		}
 		c->copied = 0;
-		err = unionfs_copy_data(c->bt->sb, in, out, size, &c->copied);
+		err = unionfs_copy_data(c->bt->sb, c->t, in, out, size,
+					&c->copied, &c->cloned);
 		fput(in);
 		fput(out);
 		if ((err && err != -EIO) ||

@@ -78,6 +78,7 @@ static const char *const unionfs_fault_names[] = {
 	[UNIONFS_FSITE_REMOVEXATTR]	= "removexattr",
 	[UNIONFS_FSITE_COPYUP_CREATE]	= "copyup_create",
 	[UNIONFS_FSITE_COPYUP_DATA]	= "copyup_data",
+	[UNIONFS_FSITE_COPYUP_CLONE]	= "copyup_clone",
 	[UNIONFS_FSITE_COPYUP_ATTR]	= "copyup_attr",
 	[UNIONFS_FSITE_COPYUP_RENAME]	= "copyup_rename",
 	[UNIONFS_FSITE_WHITEOUT]	= "whiteout",

@@ -464,6 +464,25 @@ long unionfs_do_splice(struct super_block *sb, struct file *in, loff_t *ppos,
 	return ret;
 }
 
+/*
+ * Copy-up's data as a clone: the first @len bytes of @in shared with @out
+ * (the same branch superblock; reflink on xfs, btrfs, ...). The bytes
+ * cloned, or -errno (EOPNOTSUPP, EXDEV, EINVAL: no clone here; the caller
+ * copies instead). vfs_clone_file_range() takes @out's freeze protection
+ * itself: the caller holds none. Fault site "copyup_clone".
+ */
+loff_t unionfs_do_clone(struct super_block *sb, int bindex, struct file *in,
+			struct file *out, loff_t len)
+{
+	loff_t ret = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_CLONE);
+
+	if (!ret)
+		ret = vfs_clone_file_range(in, 0, out, 0, len, 0);
+	unionfs_trace_op(sb, "clone", bindex, out->f_path.dentry,
+			 ret < 0 ? ret : 0);
+	return ret;
+}
+
 const char *unionfs_do_get_link(struct super_block *sb, int bindex,
 				struct dentry *d, struct delayed_call *done)
 {

@@ -92,6 +92,8 @@ long unionfs_do_fallocate(struct super_block *sb, struct file *lower,
 			  int mode, loff_t offset, loff_t len);
 int unionfs_do_fadvise(struct super_block *sb, struct file *lower,
 		       loff_t offset, loff_t len, int advice);
+loff_t unionfs_do_clone(struct super_block *sb, int bindex, struct file *in,
+			struct file *out, loff_t len);
 long unionfs_do_splice(struct super_block *sb, struct file *in, loff_t *ppos,
 		       struct file *out, loff_t *opos, size_t len,
 		       unsigned int flags);
