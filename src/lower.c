@@ -64,6 +64,23 @@ noinline void unionfs_trace_op_slow(struct super_block *sb, const char *op,
 	trace_unionfs_branch_op(sb, op, bindex, nm, err);
 }
 
+/* the same for a call on an open branch file: its branch's index */
+noinline void unionfs_trace_file_slow(struct super_block *sb, const char *op,
+				      struct file *lower, long err)
+{
+	struct unionfs_btable *bt = unionfs_bt_get(sb);
+	int i, b = -1;
+
+	for (i = 0; i < bt->nbr; i++) {
+		if (bt->br[i]->path.mnt == lower->f_path.mnt) {
+			b = i;
+			break;
+		}
+	}
+	unionfs_bt_put(bt);
+	unionfs_trace_op_slow(sb, op, b, lower->f_path.dentry, err);
+}
+
 /* the same for a name not (yet) in a dentry: a failed lookup */
 noinline void unionfs_trace_op_name(struct super_block *sb, const char *op,
 				    int bindex, const char *name, int len,
@@ -423,6 +440,8 @@ int unionfs_do_fsync(struct super_block *sb, int bindex, struct file *lower,
 
 	if (!err)
 		err = vfs_fsync_range(lower, start, end, datasync);
+	if (bindex < 0)		/* an open file's: its branch */
+		return unionfs_trace_file(sb, "fsync", lower, err);
 	return unionfs_trace_op(sb, "fsync", bindex, lower->f_path.dentry,
 				err);
 }
@@ -435,16 +454,15 @@ long unionfs_do_fallocate(struct super_block *sb, struct file *lower,
 
 	if (!err)
 		err = vfs_fallocate(lower, mode, offset, len);
-	return unionfs_trace_op(sb, "fallocate", -1, lower->f_path.dentry,
-				err);
+	return unionfs_trace_file(sb, "fallocate", lower, err);
 }
 
 /* Advice: nothing to fail meaningfully, no fault site. */
 int unionfs_do_fadvise(struct super_block *sb, struct file *lower,
 		       loff_t offset, loff_t len, int advice)
 {
-	return unionfs_trace_op(sb, "fadvise", -1, lower->f_path.dentry,
-				vfs_fadvise(lower, offset, len, advice));
+	return unionfs_trace_file(sb, "fadvise", lower,
+				  vfs_fadvise(lower, offset, len, advice));
 }
 
 /*

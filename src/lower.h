@@ -22,6 +22,9 @@ void unionfs_trace_op_slow(struct super_block *sb, const char *op,
 void unionfs_trace_op_name(struct super_block *sb, const char *op,
 			   int bindex, const char *name, int len, int err);
 
+void unionfs_trace_file_slow(struct super_block *sb, const char *op,
+			     struct file *lower, long err);
+
 static inline int unionfs_trace_op(struct super_block *sb, const char *op,
 				   int bindex, struct dentry *d, int err)
 {
@@ -31,8 +34,21 @@ static inline int unionfs_trace_op(struct super_block *sb, const char *op,
 }
 
 /*
+ * A call on open branch file @lower: traced with the index of its branch
+ * in the current table (found only while tracing), -1 if a branch change
+ * has removed it since the file was opened.
+ */
+static inline long unionfs_trace_file(struct super_block *sb, const char *op,
+				      struct file *lower, long ret)
+{
+	if (tracepoint_enabled(unionfs_branch_op))
+		unionfs_trace_file_slow(sb, op, lower, ret < 0 ? ret : 0);
+	return ret;
+}
+
+/*
  * Data path: calls on an open branch file @lower of the union file whose
- * superblock is @sb. Traced with branch -1 (the file's branch).
+ * superblock is @sb.
  */
 static inline ssize_t unionfs_do_read_iter(struct super_block *sb,
 					   struct file *lower,
@@ -43,8 +59,7 @@ static inline ssize_t unionfs_do_read_iter(struct super_block *sb,
 
 	if (!ret)
 		ret = vfs_iter_read(lower, iter, pos, flags);
-	unionfs_trace_op(sb, "read", -1, lower->f_path.dentry,
-			 ret < 0 ? ret : 0);
+	unionfs_trace_file(sb, "read", lower, ret);
 	return ret;
 }
 
@@ -58,8 +73,7 @@ static inline ssize_t unionfs_do_write_iter(struct super_block *sb,
 
 	if (!ret)
 		ret = vfs_iter_write(lower, iter, pos, flags);
-	unionfs_trace_op(sb, "write", -1, lower->f_path.dentry,
-			 ret < 0 ? ret : 0);
+	unionfs_trace_file(sb, "write", lower, ret);
 	return ret;
 }
 
@@ -69,8 +83,7 @@ static inline loff_t unionfs_do_llseek(struct super_block *sb,
 {
 	loff_t ret = vfs_llseek(lower, offset, whence);
 
-	unionfs_trace_op(sb, "llseek", -1, lower->f_path.dentry,
-			 ret < 0 ? ret : 0);
+	unionfs_trace_file(sb, "llseek", lower, ret);
 	return ret;
 }
 

@@ -180,6 +180,7 @@ tr_reset unionfs_branch_op
 echo n > "$M/bop"
 mkdir "$M/bopd"
 cat "$M/f1" >/dev/null
+echo more >> "$M/bop"	# calls on open branch files: traced with their branch's index
 inject create errno=13 times=1
 r=$($S open "$M/bopfail" wc)
 uninject
@@ -189,6 +190,8 @@ has "branch_op: create on branch 0" unionfs_branch_op "$D create branch 0 name b
 has "branch_op: mkdir on branch 0" unionfs_branch_op "$D mkdir branch 0 name bopd err 0"
 has "branch_op: open of lower file on branch 1" unionfs_branch_op "$D open branch 1 name f1 err 0"
 has "branch_op: injected errno -13" unionfs_branch_op "$D create branch 0 name bopfail err -13"
+has "branch_op: read of the open lower file on branch 1" unionfs_branch_op "$D read branch 1 name f1 err 0"
+has "branch_op: write of the open upper file on branch 0" unionfs_branch_op "$D write branch 0 name bop err 0"
 
 # ---- unionfs_readdir ------------------------------------------------------------------
 tr_reset unionfs_readdir
