@@ -55,11 +55,16 @@ fs_up() {	# fs_up FS -> mounts $B/FS
 		truncate -s ${EXT4_MB}M $B/img/ext4.img &&
 		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 -N 600000 $B/img/ext4.img &&
 			mount -o loop,discard $B/img/ext4.img $B/ext4 ;;
+	xfs)	# the same, with reflink: copy-up by clone (FSES=xfs, e.g. BENCH=5)
+		modprobe xfs && mkdir -p $B/img && mount -t tmpfs -o size=90% img $B/img &&
+		truncate -s ${EXT4_MB}M $B/img/xfs.img &&
+		mkfs.xfs -q -m reflink=1 $B/img/xfs.img &&
+			mount -o loop,discard $B/img/xfs.img $B/xfs ;;
 	esac
 }
 fs_down() {
 	umount $B/$1 && rmdir $B/$1
-	[[ $1 == ext4 ]] && umount $B/img
+	[[ $1 == ext4 || $1 == xfs ]] && umount $B/img
 }
 
 # ---- union flavours --------------------------------------------------------------------------
