@@ -802,6 +802,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 
 	if (unionfs_dbt(parent) != bt)
 		return -ESTALE;	/* built against another branch table */
+	unionfs_race_window();
 	newld = unionfs_lower_dentry_get(dentry, t);
 	if (newld) {
 		dput(newld);

@@ -127,6 +127,7 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 	t = unionfs_new_target(dentry, limit);
 	if (t < 0)
 		return t;
+	unionfs_race_window();
 	lparent = unionfs_lower_dentry_get(dentry->d_parent, t);
 	if (!lparent)
 		return -ESTALE;
@@ -395,6 +396,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	unionfs_get_range(dentry, &b, &bend);
 	if (b < 0 || unionfs_dbt(parent) != bt)
 		return -ESTALE;
+	unionfs_race_window();
 	/*
 	 * A directory must show no entry. One held by a single writable
 	 * branch is checked by the read of its branch directory below; any

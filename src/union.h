@@ -710,12 +710,29 @@ static inline int unionfs_fault(enum unionfs_fault_site_id site)
 }
 
 #define UNIONFS_FAULT(site) unionfs_fault(site)
+
+/*
+ * debugfs race_delay_us: a sleep (at most 100 ms) where an operation has
+ * decided a branch index on one branch table and has yet to read a
+ * dentry's lower dentry for it (create, unlink, copy-up), to widen the
+ * window that a concurrent branch change must hit (tests/t/63).
+ */
+extern unsigned int unionfs_race_delay_us;
+void unionfs_race_window_slow(void);
+static inline void unionfs_race_window(void)
+{
+	if (unlikely(READ_ONCE(unionfs_race_delay_us)))
+		unionfs_race_window_slow();
+}
 #else
 /*
  * The module a user installs: no fault sites at all. The constant 0, and
  * still a build error for anything but a site constant.
  */
 #define UNIONFS_FAULT(site) BUILD_BUG_ON_ZERO((site) >= UNIONFS_FSITE_NR)
+static inline void unionfs_race_window(void)
+{
+}
 #endif
 
 #endif /* _UNIONFS_UNION_H */
