@@ -742,9 +742,13 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 	if (!whname)
 		return true;
 	for (k = bend + 1; k < t && !hidden; k++) {
-		struct dentry *lp = unionfs_lower_dentry_get(parent, k);
+		struct dentry *lp = unionfs_lower_dentry_at(parent, bt, k);
 		struct dentry *wh;
 
+		if (IS_ERR(lp)) {
+			hidden = true;	/* the parent is on another table */
+			break;
+		}
 		if (!lp)
 			continue;
 		wh = unionfs_do_lookup(bt, k, lp, whname, strlen(whname));
@@ -786,7 +790,9 @@ static int unionfs_copyup_adopt(struct dentry *dentry, struct dentry *parent,
 	rcu_read_unlock();
 	if (!li || d_is_dir(dentry))
 		return 1;
-	lparent = unionfs_lower_dentry_get(parent, t);
+	lparent = unionfs_lower_dentry_at(parent, bt, t);
+	if (IS_ERR(lparent))
+		return PTR_ERR(lparent);
 	if (!lparent)
 		return 1;
 	ld = unionfs_do_lookup(bt, t, lparent, dentry->d_name.name,
@@ -821,13 +827,19 @@ static int unionfs_copyup_adopt(struct dentry *dentry, struct dentry *parent,
  * or an opaque copy between would hide it, the answer is EXDEV. A
  * non-directory winning above @t needs nothing. Parent directories must
  * already exist in @t.
+ *
+ * @t is a branch of @bt, the table the caller decided it on: @dentry's
+ * info (stable under its cu_lock, which the caller holds) and every read
+ * of the parent's (which a refresh or a branch change may replace
+ * meanwhile) must be built against that very table, or the index would
+ * name another branch: -ESTALE then.
  */
 static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
-				 int t, const char *reason, loff_t len)
+				 struct unionfs_btable *bt, int t,
+				 const char *reason, loff_t len)
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
-	struct unionfs_btable *bt = ud->bt;
 	struct inode *inode = d_inode(dentry);
 	struct dentry *src, *lparent, *newld;
 	const struct cred *old;
@@ -836,8 +848,9 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	int b, bend, err;
 	u64 t0;
 
-	if (unionfs_dbt(parent) != bt)
+	if (ud->bt != bt || unionfs_dbt(parent) != bt)
 		return -ESTALE;	/* built against another branch table */
+	unionfs_race_window();
 	newld = unionfs_lower_dentry_get(dentry, t);
 	if (newld) {
 		dput(newld);
@@ -858,8 +871,8 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		dput(src);
 		return err;	/* removed or renamed meanwhile */
 	}
-	lparent = unionfs_lower_dentry_get(parent, t);
-	if (!lparent) {
+	lparent = unionfs_lower_dentry_at(parent, bt, t);
+	if (IS_ERR_OR_NULL(lparent)) {
 		dput(src);
 		return -ESTALE;
 	}
@@ -925,11 +938,12 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 }
 
 /*
- * Copy @dentry up to branch @t. With @held, the caller (a namespace
+ * Copy @dentry up to branch @t of @bt. With @held, the caller (a namespace
  * operation serializing against copy-up) already holds the inode's
  * cu_lock.
  */
-static int __unionfs_copyup_dentry(struct dentry *dentry, int t,
+static int __unionfs_copyup_dentry(struct dentry *dentry,
+				   struct unionfs_btable *bt, int t,
 				   const char *reason, loff_t len, bool held)
 {
 	struct unionfs_inode_info *ui;
@@ -941,13 +955,14 @@ static int __unionfs_copyup_dentry(struct dentry *dentry, int t,
 	if (IS_ROOT(dentry))
 		return 0;	/* every branch root exists */
 	parent = dget_parent(dentry);
-	err = unionfs_copyup_dir(parent, t);
+	err = unionfs_copyup_dir(parent, bt, t);
 	if (!err) {
 		ui = UNIONFS_I(d_inode(dentry));
 		if (!held)
 			mutex_lock(&ui->cu_lock);
 		lockdep_assert_held(&ui->cu_lock);
-		err = unionfs_copyup_locked(dentry, parent, t, reason, len);
+		err = unionfs_copyup_locked(dentry, parent, bt, t, reason,
+					    len);
 		if (!held)
 			mutex_unlock(&ui->cu_lock);
 	}
@@ -955,17 +970,19 @@ static int __unionfs_copyup_dentry(struct dentry *dentry, int t,
 	return err;
 }
 
-int unionfs_copyup_dentry(struct dentry *dentry, int t, const char *reason,
-			  loff_t len)
-{
-	return __unionfs_copyup_dentry(dentry, t, reason, len, false);
-}
-
-/* The same, for a caller that holds d_inode(@dentry)'s cu_lock. */
+/*
+ * The same, for a caller that holds d_inode(@dentry)'s cu_lock and
+ * decided @t on @dentry's info, stable under that lock.
+ */
 int unionfs_copyup_dentry_held(struct dentry *dentry, int t,
 			       const char *reason, loff_t len)
 {
-	return __unionfs_copyup_dentry(dentry, t, reason, len, true);
+	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
+	int err;
+
+	err = __unionfs_copyup_dentry(dentry, bt, t, reason, len, true);
+	unionfs_bt_put(bt);
+	return err;
 }
 
 /*
@@ -973,16 +990,20 @@ int unionfs_copyup_dentry_held(struct dentry *dentry, int t,
  * missing there are created top-down, one per round, each from its winning
  * copy (unionfs_copyup_locked). Every round must give one more ancestor a
  * copy in @t, so the loop is bounded by the depth; a round that does not
- * is a bug (WARN, EIO), and a fatal signal ends it (EINTR).
+ * is a bug (WARN, EIO), and a fatal signal ends it (EINTR). @t is a
+ * branch of @bt: an ancestor on another table (refreshed, or the root
+ * rebuilt by a branch change since the caller decided) gives -ESTALE.
  */
-int unionfs_copyup_dir(struct dentry *dir, int t)
+int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt, int t)
 {
 	int err = 0;
 
 	while (!err) {
 		struct dentry *d, *parent, *ld;
 
-		ld = unionfs_lower_dentry_get(dir, t);
+		ld = unionfs_lower_dentry_at(dir, bt, t);
+		if (IS_ERR(ld))
+			return PTR_ERR(ld);
 		if (ld) {
 			dput(ld);
 			return 0;
@@ -996,7 +1017,7 @@ int unionfs_copyup_dir(struct dentry *dir, int t)
 			return -EIO;	/* every branch root exists */
 		}
 		parent = dget_parent(d);
-		while (!(ld = unionfs_lower_dentry_get(parent, t))) {
+		while (!(ld = unionfs_lower_dentry_at(parent, bt, t))) {
 			if (WARN_ON_ONCE(IS_ROOT(parent))) {
 				dput(parent);
 				dput(d);
@@ -1006,17 +1027,25 @@ int unionfs_copyup_dir(struct dentry *dir, int t)
 			d = parent;
 			parent = dget_parent(d);
 		}
+		if (IS_ERR(ld)) {
+			dput(parent);
+			dput(d);
+			return PTR_ERR(ld);
+		}
 		dput(ld);
 		mutex_lock_nested(&UNIONFS_I(d_inode(d))->cu_lock,
 				  UNIONFS_CU_ANCESTOR);
-		err = unionfs_copyup_locked(d, parent, t, "parent", -1);
+		err = unionfs_copyup_locked(d, parent, bt, t, "parent", -1);
 		mutex_unlock(&UNIONFS_I(d_inode(d))->cu_lock);
 		if (!err) {
 			/* no progress would be a livelock */
-			ld = unionfs_lower_dentry_get(d, t);
-			if (WARN_ON_ONCE(!ld))
+			ld = unionfs_lower_dentry_at(d, bt, t);
+			if (IS_ERR(ld))
+				err = PTR_ERR(ld);	/* refreshed meanwhile */
+			else if (WARN_ON_ONCE(!ld))
 				err = -EIO;
-			dput(ld);
+			else
+				dput(ld);
 		}
 		dput(parent);
 		dput(d);
@@ -1024,33 +1053,46 @@ int unionfs_copyup_dir(struct dentry *dir, int t)
 	return err;
 }
 
-int unionfs_copyup_parents(struct dentry *dentry, int t)
+int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
+			   int t)
 {
 	struct dentry *parent = dget_parent(dentry);
-	int err = unionfs_copyup_dir(parent, t);
+	int err = unionfs_copyup_dir(parent, bt, t);
 
 	dput(parent);
 	return err;
 }
 
-/* Copy @dentry up if its winning branch cannot be written. */
+/*
+ * Copy @dentry up if its winning branch cannot be written. The target is
+ * decided on one info (range and table), and the copy-up fails (-ESTALE)
+ * if the dentry is on another table by the time it holds the cu_lock.
+ */
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len)
 {
-	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
-	int bstart, bend, t;
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct unionfs_btable *bt;
+	int bstart, bend, t, err;
 
-	unionfs_get_range(dentry, &bstart, &bend);
+	if (!ud)
+		return -ESTALE;
+	bt = ud->bt;
+	refcount_inc(&bt->ref);
+	unionfs_ud_range(ud, &bstart, &bend);
+	unionfs_dinfo_put(ud);
 	if (bstart < 0)
 		t = -ESTALE;
 	else if (unionfs_branch_writable(bt, bstart))
 		t = INT_MAX;
 	else
 		t = unionfs_nearest_writable(bt, bstart);
+	err = t < 0 ? t : 0;
+	if (t >= 0 && t != INT_MAX)
+		err = __unionfs_copyup_dentry(dentry, bt, t, reason, len,
+					      false);
 	unionfs_bt_put(bt);
-	if (t < 0 || t == INT_MAX)
-		return t < 0 ? t : 0;
-	return unionfs_copyup_dentry(dentry, t, reason, len);
+	return err;
 }
 
 /*

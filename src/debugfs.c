@@ -22,6 +22,7 @@
 #include "union.h"
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/seq_file.h>
 #include <linux/uaccess.h>
 #include <linux/random.h>
@@ -112,6 +113,16 @@ struct unionfs_fault_site {
 };
 
 static struct unionfs_fault_site unionfs_sites[UNIONFS_FSITE_NR];
+
+unsigned int unionfs_race_delay_us;
+
+void unionfs_race_window_slow(void)
+{
+	unsigned int us = min(READ_ONCE(unionfs_race_delay_us), 100000U);
+
+	if (us)
+		usleep_range(us, us + us / 4);
+}
 
 static DEFINE_SPINLOCK(unionfs_fault_lock);
 static DEFINE_MUTEX(unionfs_fault_mutex);
@@ -410,6 +421,8 @@ static void unionfs_fault_init(void)
 			    &unionfs_inject_fops);
 	debugfs_create_file("crash_at", 0600, unionfs_debugfs_root, NULL,
 			    &unionfs_crash_fops);
+	debugfs_create_u32("race_delay_us", 0600, unionfs_debugfs_root,
+			   &unionfs_race_delay_us);
 }
 
 static void unionfs_fault_exit(void)

@@ -48,22 +48,20 @@ struct unionfs_dentry_info *unionfs_alloc_dinfo_at(struct dentry *parent)
 	return ud;
 }
 
-/* The last reference to @ud is gone: release what it holds. */
+/*
+ * The last reference to @ud is gone: release what it holds. RCU-walk
+ * readers may still look at it, its lower dentries and its table: all
+ * three are freed after a grace period.
+ */
 static void unionfs_dinfo_destroy(struct unionfs_dentry_info *ud)
 {
-	struct unionfs_dentry_info *prev;
 	int i;
 
-	for (; ud; ud = prev) {
-		prev = ud->prev;
-		if (prev && !refcount_dec_and_test(&prev->ref))
-			prev = NULL;
-		for (i = 0; i < ud->nbr; i++)
-			dput(ud->lower[i]);
-		atomic_long_dec(&UNIONFS_SB(ud->bt->sb)->ndinfo);
-		unionfs_bt_put(ud->bt);
-		kfree_rcu(ud, rcu);
-	}
+	for (i = 0; i < ud->nbr; i++)
+		dput(ud->lower[i]);
+	atomic_long_dec(&UNIONFS_SB(ud->bt->sb)->ndinfo);
+	unionfs_bt_put(ud->bt);
+	kfree_rcu(ud, rcu);
 }
 
 static void unionfs_dinfo_work(struct work_struct *work)
@@ -74,8 +72,7 @@ static void unionfs_dinfo_work(struct work_struct *work)
 
 /*
  * Drop the owner's reference to @ud (a dentry's d_fsdata, or an info never
- * published): it and the infos it replaced are freed unless a user still
- * holds them.
+ * published): it is freed unless a user still holds it.
  */
 void unionfs_free_dinfo(struct unionfs_dentry_info *ud)
 {
@@ -160,6 +157,26 @@ struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex)
 	return ld;
 }
 
+/*
+ * The lower dentry of branch @bindex of @bt, the table the caller decided
+ * @bindex on: read from @dentry's current info only if that info is built
+ * against @bt, all under one reference to it. A branch change (or the
+ * refresh of @dentry on a new table) since the decision would make
+ * @bindex name another branch: ERR_PTR(-ESTALE) then (the VFS looks the
+ * path up again once, with LOOKUP_REVAL). NULL if it has none there.
+ */
+struct dentry *unionfs_lower_dentry_at(struct dentry *dentry,
+				       struct unionfs_btable *bt, int bindex)
+{
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct dentry *ld = ERR_PTR(-ESTALE);
+
+	if (ud && ud->bt == bt)
+		ld = unionfs_ud_lower_get(ud, bindex);
+	unionfs_dinfo_put(ud);
+	return ld;
+}
+
 /* The winning lower dentry of @ud, referenced; *bindex gets its branch. */
 struct dentry *unionfs_ud_top_get(struct unionfs_dentry_info *ud, int *bindex)
 {
@@ -182,6 +199,25 @@ struct dentry *unionfs_lower_top_get(struct dentry *dentry, int *bindex)
 	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
 	struct dentry *ld = unionfs_ud_top_get(ud, bindex);
 
+	unionfs_dinfo_put(ud);
+	return ld;
+}
+
+/*
+ * The winning lower dentry of @dentry and its branch in @bt, the table the
+ * caller holds and will use the index with: ERR_PTR(-ESTALE) if @dentry's
+ * info is built against another one (unionfs_lower_dentry_at()), NULL if
+ * it has none.
+ */
+struct dentry *unionfs_lower_top_at(struct dentry *dentry,
+				    struct unionfs_btable *bt, int *bindex)
+{
+	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct dentry *ld = ERR_PTR(-ESTALE);
+
+	*bindex = -1;
+	if (ud && ud->bt == bt)
+		ld = unionfs_ud_top_get(ud, bindex);
 	unionfs_dinfo_put(ud);
 	return ld;
 }
@@ -281,10 +317,14 @@ static bool unionfs_dstate_same(struct dentry *dentry,
  * Make @fresh (a lookup of @dentry's name against its parent's table) the
  * state of @dentry, unless something changed @ud since @s (NULL: in any
  * case). On the same branch table the lower dentries are exchanged in
- * place; on another one @fresh replaces @ud, which in-flight users may
- * still hold: it stays allocated until the dentry is released. Returns
- * the info now in place (@fresh is consumed), or NULL if raced (@fresh
- * freed).
+ * place; on another one @fresh replaces @ud, and the dentry's reference
+ * to @ud is dropped: @ud (its table, its lower dentries, the branches)
+ * goes with the last user that took it (unionfs_dinfo_get()), at once if
+ * none did. Every user of a dentry's info pins it, or holds the object's
+ * cu_lock, under which the info of a positive dentry is not replaced
+ * (the root's is replaced by branch changes only, under no such lock).
+ * Returns the info now in place (@fresh is consumed), or NULL if raced
+ * (@fresh freed). The caller holds a reference to @ud.
  */
 static struct unionfs_dentry_info *
 unionfs_dinfo_install(struct dentry *dentry, struct unionfs_dentry_info *ud,
@@ -309,12 +349,10 @@ unionfs_dinfo_install(struct dentry *dentry, struct unionfs_dentry_info *ud,
 		unionfs_free_dinfo(fresh);	/* the old lower dentries */
 		return ud;
 	}
-	fresh->prev = ud;
-	if (cmpxchg(&dentry->d_fsdata, ud, fresh) != ud) {
-		fresh->prev = NULL;
+	if (cmpxchg(&dentry->d_fsdata, ud, fresh) != ud)
 		goto raced;
-	}
 	spin_unlock(&ud->lock);
+	unionfs_dinfo_put(ud);	/* d_fsdata's: the caller's stays */
 	return fresh;
 raced:
 	spin_unlock(&ud->lock);
@@ -590,11 +628,11 @@ static int unionfs_reval_refresh(struct dentry *dentry,
  */
 void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src)
 {
-	struct unionfs_dentry_info *ud = READ_ONCE(alias->d_fsdata), *fresh;
+	struct unionfs_dentry_info *ud, *fresh;
 	struct inode *inode = d_inode(alias);
 	int b;
 
-	if (!ud || ud == src || !inode)
+	if (!inode || READ_ONCE(alias->d_fsdata) == src)
 		return;
 	fresh = unionfs_alloc_dinfo(src->bt);
 	if (!fresh)
@@ -610,7 +648,12 @@ void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src)
 		fresh->lower[b] = dget(src->lower[b]);
 	spin_unlock(&src->lock);
 	mutex_lock(&UNIONFS_I(inode)->cu_lock);
-	unionfs_dinfo_install(alias, ud, fresh, NULL);
+	ud = unionfs_dinfo_get(alias);
+	if (ud)
+		unionfs_dinfo_install(alias, ud, fresh, NULL);
+	else
+		unionfs_free_dinfo(fresh);
+	unionfs_dinfo_put(ud);
 	mutex_unlock(&UNIONFS_I(inode)->cu_lock);
 }
 
@@ -709,36 +752,41 @@ valid:
 
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
-	struct unionfs_dentry_info *ud = READ_ONCE(dentry->d_fsdata);
-	struct unionfs_dentry_info *old = NULL;
+	struct unionfs_dentry_info *ud;
 	const char *why;
 	bool report;
 	long nseq;
+	int ret;
 
+	if (IS_ROOT(dentry))
+		return READ_ONCE(dentry->d_fsdata) ? 1 : 0;
+	/*
+	 * RCU walk: the info, its table and its lower dentries are freed
+	 * after a grace period (unionfs_dinfo_destroy()), and nothing here
+	 * sleeps. Ref-walk may sleep (a lookup in the branches) while a
+	 * concurrent refresh replaces the info: it holds a reference.
+	 */
+	if (flags & LOOKUP_RCU) {
+		ud = READ_ONCE(dentry->d_fsdata);
+		if (!ud)
+			return 0;
+		why = unionfs_reval_need(dentry, ud, flags, &nseq, &report);
+		return why ? -ECHILD : 1;
+	}
+	ud = unionfs_dinfo_get(dentry);
 	if (!ud)
 		return 0;
-	if (IS_ROOT(dentry))
-		return 1;
-	/*
-	 * The infos a generation change replaced are for in-flight users,
-	 * who hold a reference to the dentry (most use its info unpinned):
-	 * with only the walk's left, they are unused.
-	 */
-	if (unlikely(ud->prev) && !(flags & LOOKUP_RCU) &&
-	    d_count(dentry) <= 1) {
-		spin_lock(&ud->lock);
-		swap(old, ud->prev);
-		spin_unlock(&ud->lock);
-		unionfs_free_dinfo(old);
-	}
 	why = unionfs_reval_need(dentry, ud, flags, &nseq, &report);
-	if (!why)
-		return 1;
-	if (IS_ERR(why) || (flags & LOOKUP_RCU))
-		return -ECHILD;
-	if (!strcmp(why, "generation"))
-		report = false;	/* the branches were changed on purpose */
-	return unionfs_reval_refresh(dentry, ud, why, nseq, report);
+	ret = 1;
+	if (IS_ERR(why)) {
+		ret = PTR_ERR(why);
+	} else if (why) {
+		if (!strcmp(why, "generation"))
+			report = false;	/* the branches were changed on purpose */
+		ret = unionfs_reval_refresh(dentry, ud, why, nseq, report);
+	}
+	unionfs_dinfo_put(ud);
+	return ret;
 }
 
 /*

@@ -87,22 +87,32 @@ static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
 	return tmp;
 }
 
-/* Target branch for a new name below @parent; copies up parents. */
-static int unionfs_new_target(struct dentry *dentry, int limit)
+/*
+ * Target branch (of @bt, the table of the new name's info) for a new name
+ * below @parent; copies up parents. The parent's range and table are
+ * read from one info: a parent rebuilt on another table (a branch change,
+ * a refresh) is -ESTALE, here or where its lower directory is read.
+ */
+static int unionfs_new_target(struct dentry *dentry, struct unionfs_btable *bt,
+			      int limit)
 {
 	struct dentry *parent = dentry->d_parent;
+	struct unionfs_dentry_info *pud = unionfs_dinfo_get(parent);
 	int pstart, pend, t, err;
 
-	unionfs_get_range(parent, &pstart, &pend);
+	if (!pud || pud->bt != bt) {
+		unionfs_dinfo_put(pud);
+		return -ESTALE;	/* built against another branch table */
+	}
+	unionfs_ud_range(pud, &pstart, &pend);
+	unionfs_dinfo_put(pud);
 	if (pstart < 0)
 		return -ESTALE;
-	if (unionfs_dbt(parent) != unionfs_dbt(dentry))
-		return -ESTALE;	/* built against another branch table */
-	t = unionfs_nearest_writable(unionfs_dbt(dentry), min(pstart, limit));
+	t = unionfs_nearest_writable(bt, min(pstart, limit));
 	if (t < 0)
 		return t;
 	if (t < pstart) {
-		err = unionfs_copyup_parents(dentry, t);
+		err = unionfs_copyup_parents(dentry, bt, t);
 		if (err)
 			return err;
 	}
@@ -124,11 +134,12 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		return -ESTALE;
 	bt = ud->bt;
 	bwh = ud->bwh;
-	t = unionfs_new_target(dentry, limit);
+	t = unionfs_new_target(dentry, bt, limit);
 	if (t < 0)
 		return t;
-	lparent = unionfs_lower_dentry_get(dentry->d_parent, t);
-	if (!lparent)
+	unionfs_race_window();
+	lparent = unionfs_lower_dentry_at(dentry->d_parent, bt, t);
+	if (IS_ERR_OR_NULL(lparent))
 		return -ESTALE;
 	err = unionfs_want_write(bt, t);
 	if (err)
@@ -266,11 +277,11 @@ static int unionfs_tmpfile(struct user_namespace *mnt_userns,
 		return -ENOMEM;
 	bt = ud->bt;
 	dentry->d_fsdata = ud;	/* freed with @dentry (unionfs_d_release) */
-	t = unionfs_new_target(dentry, INT_MAX);
+	t = unionfs_new_target(dentry, bt, INT_MAX);
 	if (t < 0)
 		return t;
-	lparent = unionfs_lower_dentry_get(dentry->d_parent, t);
-	if (!lparent)
+	lparent = unionfs_lower_dentry_at(dentry->d_parent, bt, t);
+	if (IS_ERR_OR_NULL(lparent))
 		return -ESTALE;
 	/* as unionfs_create_object: the umask where the branch has no ACLs */
 	if (!IS_POSIXACL(d_inode(lparent)))
@@ -338,6 +349,9 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 	    (b != ob || !UNIONFS_D(new) ||
 	     unionfs_dbt(old) != unionfs_dbt(new)))
 		err = -EXDEV;
+	/* @b is a branch of old's table: the new name must be on it too */
+	if (!err && (!UNIONFS_D(new) || unionfs_dbt(old) != unionfs_dbt(new)))
+		err = -ESTALE;
 	if (!err)
 		err = unionfs_copyup_dentry_held(old, b, "link", -1);
 	if (!err) {
@@ -398,7 +412,8 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		return err;
 	unionfs_get_range(dentry, &b, &bend);
 	if (b < 0 || unionfs_dbt(parent) != bt)
-		return -ESTALE;
+		return -ESTALE;	/* the parent's lower dentry is read on @bt */
+	unionfs_race_window();
 	/*
 	 * A directory must show no entry. One held by a single writable
 	 * branch is checked by the read of its branch directory below; any
@@ -420,12 +435,15 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		t = unionfs_nearest_writable(bt, b);
 		if (t < 0)
 			return t;
-		err = unionfs_create_whiteout(parent, &dentry->d_name, t, why);
+		err = unionfs_create_whiteout(parent, bt, &dentry->d_name, t,
+					      why);
 		goto out_attr;
 	}
 
 	ld = unionfs_lower_dentry_get(dentry, b);
-	lparent = unionfs_lower_dentry_get(parent, b);
+	lparent = unionfs_lower_dentry_at(parent, bt, b);
+	if (IS_ERR(lparent))
+		lparent = NULL;	/* rebuilt on another table meanwhile */
 	err = -ESTALE;
 	if (!ld || !lparent)
 		goto out_dput;

@@ -67,6 +67,7 @@ static int unionfs_file_attach(struct file *file, struct file *lf,
 static int unionfs_open(struct inode *inode, struct file *file)
 {
 	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_dentry_info *ud;
 	struct dentry *ld;
 	struct file *lf;
 	int b, err;
@@ -80,15 +81,20 @@ static int unionfs_open(struct inode *inode, struct file *file)
 		if (err)
 			return err;
 	}
-	ld = unionfs_lower_top_get(dentry, &b);
+	/* the branch index and its table from one info, held */
+	ud = unionfs_dinfo_get(dentry);
+	ld = unionfs_ud_top_get(ud, &b);
+	err = -ESTALE;
 	if (!ld)
-		return -ESTALE;
-	lf = unionfs_do_open(unionfs_dbt(dentry), b, ld, file->f_flags,
-			     current_cred());
+		goto out;
+	lf = unionfs_do_open(ud->bt, b, ld, file->f_flags, current_cred());
 	dput(ld);
-	if (IS_ERR(lf))
-		return PTR_ERR(lf);
-	return unionfs_file_attach(file, lf, unionfs_dbt(dentry), b);
+	err = PTR_ERR_OR_ZERO(lf);
+	if (!err)
+		err = unionfs_file_attach(file, lf, ud->bt, b);
+out:
+	unionfs_dinfo_put(ud);
+	return err;
 }
 
 /* Drop a union file's own reference to its branch file @lf on @br. */
@@ -139,15 +145,19 @@ int unionfs_open_over(struct file *file, struct dentry *dentry,
 /* Has @file's dentry another winning lower inode than @lf's? */
 static bool unionfs_real_stale(struct file *file, struct file *lf)
 {
-	struct unionfs_dentry_info *ud = UNIONFS_D(file->f_path.dentry);
+	struct unionfs_dentry_info *ud;
 	struct inode *li = NULL;
 
-	if (!ud)
-		return false;
-	spin_lock(&ud->lock);
-	if (ud->bstart >= 0 && ud->lower[ud->bstart])
-		li = d_inode(ud->lower[ud->bstart]);
-	spin_unlock(&ud->lock);
+	/* RCU: a replaced info and its lower dentries outlive a grace period */
+	rcu_read_lock();
+	ud = READ_ONCE(file->f_path.dentry->d_fsdata);
+	if (ud) {
+		spin_lock(&ud->lock);
+		if (ud->bstart >= 0 && ud->lower[ud->bstart])
+			li = d_inode(ud->lower[ud->bstart]);
+		spin_unlock(&ud->lock);
+	}
+	rcu_read_unlock();
 	return li && li != file_inode(lf);
 }
 
@@ -165,6 +175,7 @@ static struct file *unionfs_real_get(struct file *file)
 {
 	struct unionfs_file_info *fi = UNIONFS_F(file);
 	struct dentry *dentry = file->f_path.dentry;
+	struct unionfs_dentry_info *ud;
 	struct unionfs_branch *br, *obr;
 	struct file *lf, *nf, *ret;
 	struct dentry *ld;
@@ -176,19 +187,23 @@ static struct file *unionfs_real_get(struct file *file)
 	if (likely(!unionfs_real_stale(file, lf)))
 		return lf;
 
-	ld = unionfs_lower_top_get(dentry, &b);
+	ud = unionfs_dinfo_get(dentry);	/* @b is a branch of its table */
+	ld = unionfs_ud_top_get(ud, &b);
 	if (!ld || !d_is_reg(ld)) {
 		dput(ld);
+		unionfs_dinfo_put(ud);
 		return lf;	/* not a file we could switch to */
 	}
-	nf = unionfs_do_open(unionfs_dbt(dentry), b, ld, file->f_flags,
+	nf = unionfs_do_open(ud->bt, b, ld, file->f_flags,
 			     UNIONFS_SB(dentry->d_sb)->creator_cred);
 	dput(ld);
 	if (IS_ERR(nf)) {
+		unionfs_dinfo_put(ud);
 		fput(lf);
 		return nf;
 	}
-	br = unionfs_br_open(unionfs_dbt(dentry), b);
+	br = unionfs_br_open(ud->bt, b);
+	unionfs_dinfo_put(ud);
 	spin_lock(&fi->lock);
 	if (fi->lower == lf) {
 		fi->lower = nf;

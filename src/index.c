@@ -542,12 +542,13 @@ static int unionfs_index_linkup(struct dentry *dentry, struct dentry *ix,
 	const struct cred *old;
 	int err, shown = 0;
 
-	err = unionfs_copyup_dir(parent, t);
+	err = unionfs_copyup_dir(parent, bt, t);
 	if (err)
 		goto out;
-	lparent = unionfs_lower_dentry_get(parent, t);
+	/* @t is a branch of @bt: the parent read on that table only */
+	lparent = unionfs_lower_dentry_at(parent, bt, t);
 	err = -ESTALE;
-	if (!lparent)
+	if (IS_ERR_OR_NULL(lparent))
 		goto out;
 	err = unionfs_want_write(bt, t);
 	if (!err) {

@@ -657,9 +657,10 @@ int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 	if (lattr.ia_valid & (ATTR_KILL_SUID | ATTR_KILL_SGID))
 		lattr.ia_valid &= ~ATTR_MODE;
 
-	ld = unionfs_lower_top_get(dentry, &b);
+	/* @b must be a branch of @bt: -ESTALE if refreshed meanwhile */
+	ld = unionfs_lower_top_at(dentry, bt, &b);
 	err = -ESTALE;
-	if (!ld)
+	if (IS_ERR_OR_NULL(ld))
 		goto out;
 	err = unionfs_want_write(bt, b);
 	if (!err) {

@@ -36,6 +36,7 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 	struct dentry *dentry = file->f_path.dentry;
 	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	struct unionfs_query q = { };
+	struct unionfs_dentry_info *pud;
 	struct dentry *parent;
 	const struct cred *old;
 	int b, n = 0, pstart, pend;
@@ -49,16 +50,19 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 		}
 		goto out;
 	}
+	/* the parent's range and lower dentries from one info, on @bt */
 	parent = dget_parent(dentry);
-	if (unionfs_dbt(parent) != bt) {
+	pud = unionfs_dinfo_get(parent);
+	if (!pud || pud->bt != bt) {
+		unionfs_dinfo_put(pud);
 		dput(parent);
 		unionfs_bt_put(bt);
 		return -ESTALE;
 	}
-	unionfs_get_range(parent, &pstart, &pend);
+	unionfs_ud_range(pud, &pstart, &pend);
 	old = unionfs_override_creds(dentry->d_sb);
 	for (b = max(pstart, 0); b <= pend; b++) {
-		struct dentry *lp = unionfs_lower_dentry_get(parent, b), *ld;
+		struct dentry *lp = unionfs_ud_lower_get(pud, b), *ld;
 
 		if (!lp)
 			continue;
@@ -74,6 +78,7 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 		dput(lp);
 	}
 	revert_creds(old);
+	unionfs_dinfo_put(pud);
 	dput(parent);
 out:
 	unionfs_bt_put(bt);

@@ -81,6 +81,9 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	const struct cred *cred = NULL;
 	int ostart, oend, limit, t, err, has_wh, tries;
 
+	/* both infos are stable now; the parents' are read on @bt below */
+	if (nud->bt != bt)
+		return -ESTALE;
 	if (d_really_is_positive(new_dentry) && d_is_dir(new_dentry)) {
 		err = unionfs_check_empty(new_dentry, &has_wh);
 		if (err)
@@ -125,15 +128,19 @@ static int unionfs_rename_locked(struct inode *old_dir,
 
 	err = unionfs_copyup_dentry_held(old_dentry, t, "rename", -1);
 	if (!err)
-		err = unionfs_copyup_dir(new_parent, t);
+		err = unionfs_copyup_dir(new_parent, bt, t);
 	if (err)
 		return err;
 
 	need_wh = unionfs_lower_has_name(old_parent, &old_dentry->d_name,
 					 t + 1);
 	lold = unionfs_lower_dentry_get(old_dentry, t);
-	lold_parent = unionfs_lower_dentry_get(old_parent, t);
-	lnew_parent = unionfs_lower_dentry_get(new_parent, t);
+	lold_parent = unionfs_lower_dentry_at(old_parent, bt, t);
+	lnew_parent = unionfs_lower_dentry_at(new_parent, bt, t);
+	if (IS_ERR(lold_parent))
+		lold_parent = NULL;	/* rebuilt on another table */
+	if (IS_ERR(lnew_parent))
+		lnew_parent = NULL;
 	err = -ESTALE;
 	if (!lold || !lold_parent || !lnew_parent)
 		goto out_dput;
@@ -313,7 +320,9 @@ int unionfs_rename(struct user_namespace *mnt_userns, struct inode *old_dir,
 
 	if (flags & ~RENAME_NOREPLACE)
 		return -EINVAL;	/* RENAME_EXCHANGE, RENAME_WHITEOUT */
-	if (!nud || nud->bt != bt || unionfs_dbt(old_dentry->d_parent) != bt ||
+	/* (compared only: the infos are read again under the cu_locks) */
+	if (!nud || unionfs_dbt(new_dentry) != bt ||
+	    unionfs_dbt(old_dentry->d_parent) != bt ||
 	    unionfs_dbt(new_dentry->d_parent) != bt)
 		return -ESTALE;	/* built against another branch table */
 

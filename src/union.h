@@ -223,11 +223,14 @@ struct unionfs_actor {
  * struct is freed after an RCU grace period because d_revalidate reads it
  * in RCU walk.
  *
- * @ref: one for the dentry's d_fsdata (or the ->prev of its successor),
- * one for each user that holds the info across a sleep without holding
- * the dentry itself in a way that pins it (unionfs_dinfo_get()). The
- * root's info is replaced by every branch change and freed as soon as the
- * last such user is done, releasing the branches it held.
+ * @ref: one for the dentry's d_fsdata, one for each user that holds the
+ * info across a sleep (unionfs_dinfo_get()). An info is replaced whole
+ * on a new branch table: the root's by every branch change, another
+ * dentry's when it is looked up again on a new generation while in use
+ * (dentry.c). A replaced info is freed as soon as the last such user is
+ * done, releasing the table and branches it held. A positive non-root
+ * dentry's info is replaced only under its inode's cu_lock: a holder of
+ * that lock may use it unpinned.
  */
 struct unionfs_dentry_info {
 	refcount_t ref;
@@ -241,8 +244,6 @@ struct unionfs_dentry_info {
 	long nseq;		/* coherency=notify: sbi->nseq when checked */
 	int nbr;		/* size of lower[] == bt->nbr */
 	struct unionfs_btable *bt;
-	/* info this one replaced on a generation change (freed with it) */
-	struct unionfs_dentry_info *prev;
 	union {
 		struct rcu_head rcu;
 		struct work_struct work;	/* a user's last put */
@@ -348,9 +349,13 @@ static inline bool unionfs_path_rdonly(const struct path *path)
 }
 
 /*
- * The branch table a dentry was built against. Valid as long as the
- * caller's reference to a non-root dentry; of the root, whose info a
- * branch change replaces, only to compare: to use it, unionfs_dbt_get().
+ * The branch table a dentry was built against, only to compare with a
+ * table the caller holds (a replaced info may be freed meanwhile): to use
+ * it, unionfs_dbt_get(), or hold the info (unionfs_dinfo_get()) and use
+ * its ->bt, or hold a positive non-root dentry's cu_lock. A decision on
+ * one table is used on another read of a dentry's info only through
+ * unionfs_lower_dentry_at() / unionfs_lower_top_at(), which check that
+ * the info read is built against the caller's table.
  */
 static inline struct unionfs_btable *unionfs_dbt(const struct dentry *d)
 {
@@ -433,6 +438,11 @@ void unionfs_ud_range(struct unionfs_dentry_info *ud, int *bstart, int *bend);
 struct dentry *unionfs_lower_dentry_get(struct dentry *dentry, int bindex);
 /* The winning lower dentry, referenced; *bindex gets its branch. */
 struct dentry *unionfs_lower_top_get(struct dentry *dentry, int *bindex);
+/* The same two only from an info built against @bt, else -ESTALE. */
+struct dentry *unionfs_lower_dentry_at(struct dentry *dentry,
+				       struct unionfs_btable *bt, int bindex);
+struct dentry *unionfs_lower_top_at(struct dentry *dentry,
+				    struct unionfs_btable *bt, int *bindex);
 void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend);
 
 /* super.c */
@@ -567,12 +577,13 @@ void unionfs_rdcache_put(struct unionfs_rdcache *rdc);
 
 /* copyup.c */
 int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);
-int unionfs_copyup_dentry(struct dentry *dentry, int target,
-			  const char *reason, loff_t len);
+/* @target: a branch of @bt (-ESTALE if the dentries are on another) */
 int unionfs_copyup_dentry_held(struct dentry *dentry, int target,
 			       const char *reason, loff_t len);
-int unionfs_copyup_parents(struct dentry *dentry, int target);
-int unionfs_copyup_dir(struct dentry *dir, int target);
+int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
+			   int target);
+int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt,
+		       int target);
 int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
 			     loff_t len);
 
@@ -597,8 +608,9 @@ int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 				   struct dentry *lparent,
 				   const struct qstr *name, const char *reason);
-int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
-			    int bindex, const char *reason);
+int unionfs_create_whiteout(struct dentry *parent, struct unionfs_btable *bt,
+			    const struct qstr *name, int bindex,
+			    const char *reason);
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *lower_dir, const struct dentry *shown,
 			const char *reason);
@@ -737,12 +749,29 @@ static inline int unionfs_fault(enum unionfs_fault_site_id site)
 }
 
 #define UNIONFS_FAULT(site) unionfs_fault(site)
+
+/*
+ * debugfs race_delay_us: a sleep (at most 100 ms) where an operation has
+ * decided a branch index on one branch table and has yet to read a
+ * dentry's lower dentry for it (create, unlink, copy-up), to widen the
+ * window that a concurrent branch change must hit (tests/t/63).
+ */
+extern unsigned int unionfs_race_delay_us;
+void unionfs_race_window_slow(void);
+static inline void unionfs_race_window(void)
+{
+	if (unlikely(READ_ONCE(unionfs_race_delay_us)))
+		unionfs_race_window_slow();
+}
 #else
 /*
  * The module a user installs: no fault sites at all. The constant 0, and
  * still a build error for anything but a site constant.
  */
 #define UNIONFS_FAULT(site) BUILD_BUG_ON_ZERO((site) >= UNIONFS_FSITE_NR)
+static inline void unionfs_race_window(void)
+{
+}
 #endif
 
 #endif /* _UNIONFS_UNION_H */

@@ -114,23 +114,26 @@ int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 	return err;
 }
 
-/* Whiteout @name below the union directory @parent in branch @bindex. */
-int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
-			    int bindex, const char *reason)
+/*
+ * Whiteout @name below the union directory @parent in branch @bindex of
+ * @bt (the caller's table, which it holds): -ESTALE if @parent is on
+ * another one by now.
+ */
+int unionfs_create_whiteout(struct dentry *parent, struct unionfs_btable *bt,
+			    const struct qstr *name, int bindex,
+			    const char *reason)
 {
 	struct super_block *sb = parent->d_sb;
-	struct unionfs_btable *bt;
 	struct dentry *lparent;
 	const struct cred *old;
 	int err;
 
-	err = unionfs_copyup_dir(parent, bindex);
+	err = unionfs_copyup_dir(parent, bt, bindex);
 	if (err)
 		return err;
-	lparent = unionfs_lower_dentry_get(parent, bindex);
-	if (!lparent)
+	lparent = unionfs_lower_dentry_at(parent, bt, bindex);
+	if (IS_ERR_OR_NULL(lparent))
 		return -ESTALE;
-	bt = unionfs_dbt_get(parent);	/* the root's may be replaced */
 	err = unionfs_want_write(bt, bindex);
 	if (!err) {
 		old = unionfs_override_creds(sb);
@@ -141,7 +144,6 @@ int unionfs_create_whiteout(struct dentry *parent, const struct qstr *name,
 		revert_creds(old);
 		unionfs_drop_write(bt, bindex);
 	}
-	unionfs_bt_put(bt);
 	dput(lparent);
 	return err;
 }

@@ -64,10 +64,12 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 	int b, t, err = 0;
 	ssize_t ret;
 
-	ld = unionfs_lower_top_get(dentry, &b);
-	if (!ld)
-		return -ESTALE;
 	bt = unionfs_dbt_get(dentry);	/* the root's may be replaced */
+	ld = unionfs_lower_top_at(dentry, bt, &b);	/* a branch of @bt */
+	if (IS_ERR_OR_NULL(ld)) {
+		unionfs_bt_put(bt);
+		return -ESTALE;
+	}
 	if (unionfs_branch_writable(bt, b))
 		goto out;	/* no copy-up: the branch fs decides */
 	t = unionfs_nearest_writable(bt, b);
@@ -131,10 +133,12 @@ static int unionfs_xattr_change(struct dentry *dentry, struct inode *inode,
 	err = unionfs_copyup_for_write(dentry, "xattr", -1);
 	if (err)
 		return err;
-	ld = unionfs_lower_top_get(dentry, &b);
-	if (!ld)
-		return -ESTALE;
 	bt = unionfs_dbt_get(dentry);	/* the root's may be replaced */
+	ld = unionfs_lower_top_at(dentry, bt, &b);	/* a branch of @bt */
+	if (IS_ERR_OR_NULL(ld)) {
+		unionfs_bt_put(bt);
+		return -ESTALE;
+	}
 	err = unionfs_want_write(bt, b);
 	if (!err) {
 		if (value)
