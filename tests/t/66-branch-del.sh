@@ -137,8 +137,8 @@ check "gen: union" mount -i -t unionfs -o "dirs=$G/b0=rw:$G/b1=ro" none "$G/m"
 dbg=/sys/kernel/debug/unionfs/mounts/$(mountpoint -d "$G/m")/dinfos
 find "$G/m" > /dev/null
 n0=$(cat "$dbg" 2>/dev/null || echo none)
-# (the walker keeps no directory in use: a replaced info of a directory in use, a cwd or
-# an open directory with a cached child, stays until it is unused: not tested here)
+# (the walker keeps no directory in use: a cwd held over generation changes and a branch
+# del is tests/t/63-branch-race.sh's part B)
 (cd / && while :; do ls "$G/m" "$G/m/d" > /dev/null 2>&1; cat "$G/m/top" > /dev/null 2>&1
 	stat "$G/m/d/e/f" "$G/m" > /dev/null 2>&1; done) &
 walker=$!
