@@ -308,6 +308,10 @@ lint: deps $(LINTDIR)/checkpatch.pl
 #        depmod only when DESTDIR is empty. Never loads anything. The mount helper
 #        /usr/sbin/mount.unionfs too (mount -t unionfs, fstab, systemd), diverting unionfs-fuse's
 #        helper to /usr/sbin/mount.unionfs.fuse when DESTDIR is empty (dpkg-divert).
+#        The gdb helpers too: src/unionfs.ko-gdb.py and gdb-scripts/unionfs_gdb/ into gdb's
+#        auto-load directory for the module (/usr/share/gdb/auto-load/<real path of the module's
+#        dir>/), so gdb has the unionfs-* commands as soon as it loads the installed unionfs.ko's
+#        symbols (lx-symbols, add-symbol-file); that directory is in gdb's default safe-path.
 #   make uninstall [DESTDIR=...]  removes those files; the diversion is undone
 #   make dkms-src [DESTDIR=...]  the DKMS source tree into /usr/src/unionfs-$(VERSION)/
 #        (then: dkms build -m unionfs -v $(VERSION) -k KVER; dkms install ...)
@@ -318,11 +322,15 @@ VERSION   := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null ||
 PKGDIR    := $(BUILD)/pkg
 PKGSRC    := $(PKGDIR)/unionfs-$(VERSION)
 MODDIR    := /lib/modules/$(KVER)/updates
+# gdb looks for OBJFILE-gdb.py under its auto-load dir by the objfile's real path (merged /usr:
+# /lib/modules/... is /usr/lib/modules/...)
+GDBALDIR  := /usr/share/gdb/auto-load$(shell realpath -m $(MODDIR))
 # dkms: used by the host test tests/host/45-install.sh (make check); graphviz: `dot` renders the
 # gdb helper's fan-out graph (tests/host/30-gdb.sh); linux-perf: bench/profile (after make bench)
 PKGS      += dkms graphviz
 BENCH_PKGS += linux-perf
-.PHONY: install dkms-src dist pkg-src pkg-module uninstall install-mount-helper uninstall-mount-helper
+.PHONY: install dkms-src dist pkg-src pkg-module uninstall install-mount-helper uninstall-mount-helper \
+	install-gdb uninstall-gdb
 
 # the source tree DKMS and `make install` build from: dkms.conf, VERSION, LICENSE, src/ (sources
 # only), tracepoints/
@@ -343,7 +351,15 @@ install: pkg-module $(BUILD)/unionctl
 	install -D -m 644 docs/unionctl.8 $(DESTDIR)/usr/share/man/man8/unionctl.8
 	install -D -m 644 src/uapi/unionfs.h $(DESTDIR)/usr/include/linux/unionfs.h
 	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); fi
-	@$(MAKE) --no-print-directory install-mount-helper
+	@$(MAKE) --no-print-directory install-mount-helper install-gdb
+
+# the gdb helpers, auto-loaded with the installed module's symbols (see the block's header)
+install-gdb:
+	install -D -m 644 src/unionfs.ko-gdb.py $(DESTDIR)$(GDBALDIR)/unionfs.ko-gdb.py
+	install -D -m 644 -t $(DESTDIR)$(GDBALDIR)/unionfs_gdb gdb-scripts/unionfs_gdb/*.py
+uninstall-gdb:
+	rm -f $(DESTDIR)$(GDBALDIR)/unionfs.ko-gdb.py
+	rm -rf $(DESTDIR)$(GDBALDIR)/unionfs_gdb
 
 # mount.unionfs (src/mount-helper/): with DESTDIR empty, unionfs-fuse's helper of the same path
 # is kept as /usr/sbin/mount.unionfs.fuse with a local dpkg diversion (install.sh; DPKG_ROOT /
@@ -353,7 +369,7 @@ install-mount-helper:
 uninstall-mount-helper:
 	@DESTDIR="$(DESTDIR)" src/mount-helper/install.sh uninstall
 
-uninstall: uninstall-mount-helper
+uninstall: uninstall-mount-helper uninstall-gdb
 	rm -f $(DESTDIR)$(MODDIR)/unionfs.ko $(DESTDIR)/usr/sbin/unionctl \
 		$(DESTDIR)/usr/share/man/man5/unionfs.5 $(DESTDIR)/usr/share/man/man8/unionctl.8 \
 		$(DESTDIR)/usr/include/linux/unionfs.h

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Host-side: packaging (issue 24). `make install DESTDIR=scratch` installs the module (into
 # /lib/modules/KVER/updates/), unionctl, the mount helper mount.unionfs (only the file, printing
-# the dpkg-divert a package would do), unionfs.5 + unionctl.8 and the uapi header, and
+# the dpkg-divert a package would do), unionfs.5 + unionctl.8, the uapi header and the gdb
+# helpers (unionfs.ko-gdb.py + unionfs_gdb/ in gdb's auto-load dir; they load there), and
 # `make uninstall DESTDIR=scratch` removes them all; install-mount-helper with DESTDIR empty on
 # a scratch root (DPKG_ROOT + DPKG_ADMINDIR) diverts a unionfs-fuse helper found there to
 # mount.unionfs.fuse, twice is harmless, and uninstall-mount-helper puts it back; the
@@ -53,8 +54,16 @@ is "modinfo license" "$(modinfo -F license "$ko" 2>&1)" "GPL"
 is "modinfo author" "$(modinfo -F author "$ko" 2>&1)" "unionfs for modern Linux developers"
 check "modinfo vermagic is $KVER" bash -c "modinfo -F vermagic '$ko' | grep -q '^$KVER '"
 check "LICENSE is the GPL-2 text (MODULE_LICENSE GPL)" cmp LICENSE /usr/share/common-licenses/GPL-2
+# the gdb helpers: in gdb's auto-load dir under the module dir's real path (merged /usr)
+gal=./usr/share/gdb/auto-load$(realpath -m "/lib/modules/$KVER/updates")
 is "exactly these files installed" "$(cd "$R" && find . -type f | sort | tr '\n' ' ')" \
-	"./lib/modules/$KVER/updates/unionfs.ko ./usr/include/linux/unionfs.h ./usr/sbin/mount.unionfs ./usr/sbin/unionctl ./usr/share/man/man5/unionfs.5 ./usr/share/man/man8/unionctl.8 "
+	"$(printf '%s\n' "./lib/modules/$KVER/updates/unionfs.ko" ./usr/include/linux/unionfs.h \
+		./usr/sbin/mount.unionfs ./usr/sbin/unionctl ./usr/share/man/man5/unionfs.5 \
+		./usr/share/man/man8/unionctl.8 "$gal/unionfs.ko-gdb.py" \
+		"$gal"/unionfs_gdb/{__init__,core,fanout,mounts,stale,symbols}.py | sort | tr '\n' ' ')"
+check "the installed unionfs.ko-gdb.py finds its unionfs_gdb package (gdb: help unionfs-fanout)" \
+	bash -c "PYTHONDONTWRITEBYTECODE=1 gdb -q -nx -batch -ex 'source $R/$gal/unionfs.ko-gdb.py' \
+		-ex 'help unionfs-fanout' 2>&1 | grep -q '^Usage: unionfs-fanout PATH|EXPR'"
 
 for m in man5/unionfs.5 man8/unionctl.8; do
 	warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$R/usr/share/man/$m" 2>&1 >/dev/null)
