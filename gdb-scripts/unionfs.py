@@ -450,6 +450,10 @@ def fanout_dentry(d, dot=None, title=None):
                 marks.append("UNHASHED in branch")
             if dname(ld["d_parent"]) == INDEX_DIR and dname(ld) != dname(d):
                 marks.append("link group: the index entry")
+            elif (i != int(ud["bstart"]) and pud is not None and i < int(pud["nbr"])
+                  and int(pud["lower"][i]) != int(ld["d_parent"])):
+                # docs/concepts.md "Directory rename": trusted.unionfs.redirect
+                marks.append("redirect: not under the parent's branch dir")
             if br is not None:
                 desc += "  %s" % lower_path_of(ld, br)
         else:
