@@ -135,6 +135,22 @@ is "rename back after remount" "$(both rename md2 md)" OK
 is "whiteout inside still honoured" "$(names "$M/md" | tr '\n' ' ')" "back w y z "
 same_tree "after the last rename, whole tree equals the plain copy"
 
+# three branches: the rename lands in the lower writable branch b1; a later move of a file
+# from b0 into the renamed dir copies it to b0 (without the marker): the redirect of b1's copy
+# must still lead to b2's contents
+umount "$M"
+mkdir -p "$T/3"; branch_fs tmpfs "$T/3" 3
+mkdir -p "$T/3/b2/d3"; echo d3 > "$T/3/b2/d3/x"; echo top > "$T/3/b0/f0"
+check "3 branches: mount" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
+is "3 branches: rename of a b2-only directory" "$($S rename "$M/d3" "$M/e3")" OK
+is "3 branches: redirect set in b1" "$(rd "$T/3/b1/e3")" d3
+is "3 branches: move a b0 file into it" "$($S rename "$M/f0" "$M/e3/f0")" OK
+is "3 branches: copy in b0 has no marker" "$(test -d "$T/3/b0/e3" && rd "$T/3/b0/e3")" none
+is "3 branches: both entries show" "$(names "$M/e3" | tr '\n' ' ')" "f0 x "
+umount "$M"
+check "3 branches: mount again" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
+is "3 branches: after umount/mount" "$(names "$M/e3" | tr '\n' ' ')$(cat "$M/e3/x" 2>&1)" "f0 x d3"
+
 # O(1): a lower directory of 10,000 entries against an empty one (ratio printed only)
 umount "$M"
 mkdir -p "$B1/big" "$B1/empty"
