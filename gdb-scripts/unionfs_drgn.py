@@ -206,6 +206,10 @@ def fanout(what, dot=None, out=print):
             marks.append("opaque")
         if ld and dname(ld.d_parent) == INDEX_DIR and dname(ld) != dname(d):
             marks.append("link group: the index entry")
+        elif (ld and i != int(ud.bstart) and pud is not None and i < int(pud.nbr)
+              and pud.lower[i].value_() != ld.d_parent.value_()):
+            # docs/concepts.md "Directory rename": trusted.unionfs.redirect
+            marks.append("redirect: not under the parent's branch dir")
         # outside the range the lookup kept: what the branch's dcache has under the name
         lpar = pud.lower[i] if pud is not None and i < int(pud.nbr) else None
         wh = lookup_child(lpar, b".wh." + dname(d)) if lpar and not ld else None

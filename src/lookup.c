@@ -16,6 +16,7 @@
 #include "lower.h"
 
 #include <linux/ktime.h>
+#include <linux/xattr.h>
 
 #include "unionfs_trace.h"
 
@@ -180,6 +181,162 @@ static bool unionfs_nowh_skip(struct inode *dir, struct unionfs_btable *bt,
 	return !s.wh && unionfs_nowh_stamp(ldir, true) == stamp;
 }
 
+/*
+ * Directory redirects (docs/concepts.md, "Directory rename"). A directory
+ * renamed while lower branches held its contents carries, on its copy in
+ * the writable branch, the xattr trusted.unionfs.redirect: the path,
+ * relative to each branch's root, where its lower contents live ("a/b",
+ * no leading or trailing '/', no empty, "." or ".." component, no ".wh."
+ * name). When the topmost copy of a directory has one, the branches below
+ * it are looked up at that path, from their roots, instead of at the
+ * parent's lower directories and the name.
+ */
+static bool unionfs_redirect_valid(const char *p, size_t n)
+{
+	const char *s;
+
+	if (!n || strlen(p) != n || p[0] == '/' || p[n - 1] == '/')
+		return false;
+	for (; *p; p = *s ? s + 1 : s) {
+		size_t len;
+
+		s = strchrnul(p, '/');
+		len = s - p;
+		if (!len || len > NAME_MAX || (len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.') ||
+		    unionfs_is_whname(p, len))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The redirect of the branch directory @ld (branch @bindex): a kmalloc'ed
+ * string, NULL if it has none (or the branch fs has no trusted xattrs), or
+ * an ERR_PTR. Runs with the mounter's credentials.
+ */
+char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
+			   struct dentry *ld)
+{
+	ssize_t n, m;
+	char *buf;
+
+	n = unionfs_do_probe_xattr(bt->sb, bindex, ld, UNIONFS_XATTR_REDIRECT,
+				   NULL, 0);
+	/* none: ENODATA, or a branch fs without (trusted) xattrs */
+	if (n == -EIO || n == -ENOMEM || n == -EINTR)
+		return ERR_PTR(n);
+	if (n < 0)
+		return NULL;
+	if (!n || n >= PATH_MAX)
+		goto invalid;
+	buf = kmalloc(n + 1, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	m = unionfs_do_probe_xattr(bt->sb, bindex, ld, UNIONFS_XATTR_REDIRECT,
+				   buf, n);
+	if (m < 0) {
+		kfree(buf);
+		/* changed meanwhile (ERANGE): the caller looks up again */
+		return ERR_PTR(m == -ERANGE ? -ESTALE : m);
+	}
+	buf[m] = '\0';
+	if (m == n && unionfs_redirect_valid(buf, m))
+		return buf;
+	kfree(buf);
+invalid:
+	pr_warn_ratelimited("branch %d: invalid redirect on %pd\n", bindex, ld);
+	return ERR_PTR(-EIO);
+}
+
+static noinline void unionfs_trace_redirect(struct super_block *sb,
+					    const struct qstr *name,
+					    int bindex, const char *path,
+					    const char *what, int err)
+{
+	trace_unionfs_redirect(sb, name->name, bindex, path, what, err);
+}
+
+/*
+ * The directory @name, whose copy in branch @b carries the redirect @path:
+ * fill @ud's branches below @b with the directories at @path, from each
+ * branch's root, down to the first opaque one. A branch without a
+ * directory there contributes nothing; a copy found there with a redirect
+ * of its own (a directory renamed again in a lower writable branch) sends
+ * the branches below it to that path.
+ */
+static int unionfs_redirect_follow(struct super_block *sb,
+				   const struct qstr *name,
+				   struct unionfs_dentry_info *ud, int b,
+				   const char *path)
+{
+	struct unionfs_btable *bt = ud->bt;
+	char *own = NULL;
+	int c, err = 0;
+
+	for (c = b + 1; c < bt->nbr && !err; c++) {
+		struct dentry *cur = dget(bt->br[c]->path.dentry);
+		const char *p = path;
+
+		if (fatal_signal_pending(current)) {
+			dput(cur);
+			err = -EINTR;
+			break;
+		}
+		/* bounded: @path is shorter than PATH_MAX */
+		while (cur && *p) {
+			const char *s = strchrnul(p, '/');
+			struct dentry *next;
+
+			next = unionfs_do_lookup(bt, c, cur, p, s - p);
+			dput(cur);
+			cur = NULL;
+			if (IS_ERR(next)) {
+				err = PTR_ERR(next);
+				break;
+			}
+			if (!next)
+				break;
+			if (d_really_is_negative(next) || !d_can_lookup(next)) {
+				dput(next);
+				break;
+			}
+			cur = next;
+			p = *s ? s + 1 : s;
+		}
+		if (err)
+			break;
+		if (trace_unionfs_redirect_enabled())
+			unionfs_trace_redirect(sb, name, c, path,
+					       cur ? "followed" : "missing", 0);
+		if (!cur)
+			continue;
+		ud->lower[c] = cur;
+		ud->bend = c;
+		if (c < bt->nbr - 1) {
+			int op = unionfs_is_opaque_dir(sb, cur);
+			char *rd;
+
+			if (op < 0)
+				err = op;
+			else if (op)
+				ud->bopaque = c;
+			if (op)
+				break;
+			rd = unionfs_redirect_get(bt, c, cur);
+			if (IS_ERR(rd)) {
+				err = PTR_ERR(rd);
+			} else if (rd) {
+				kfree(own);
+				own = rd;
+				path = rd;
+			}
+		}
+	}
+	kfree(own);
+	return err;
+}
+
 /* Out of line: the copy of the parent's name is kept off the lookup stack. */
 static noinline void unionfs_trace_lookup(struct super_block *sb,
 					  struct dentry *parent,
@@ -268,6 +425,24 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 				if (op) {
 					ud->bopaque = b;
 					stop = true;
+				}
+			}
+			/* a renamed directory: its lower copies elsewhere */
+			if (!stop && ld && d_is_dir(ld) && b < bt->nbr - 1) {
+				char *rd = unionfs_redirect_get(bt, b, ld);
+
+				if (IS_ERR(rd)) {
+					err = PTR_ERR(rd);
+					dput(lparent);
+					break;
+				}
+				if (rd) {
+					err = unionfs_redirect_follow(sb, name,
+								      ud, b,
+								      rd);
+					kfree(rd);
+					dput(lparent);
+					break;
 				}
 			}
 			dput(lparent);

@@ -4,15 +4,18 @@
  *
  *                  none    file    dir     child   wh
  *   file           o       o       E       E       E
- *   dir            o       E       o       E       o
- *   child          X       E       X       E       X
- *   wh             o       E       o       E       o
+ *   dir            r       E       r       E       r
+ *   child          r       E       r       E       r
+ *   wh             r       E       r       E       r
  *
- * (o success, E error from the VFS or ENOTEMPTY, X EXDEV; "dir" an empty
+ * (o success, E error from the VFS or ENOTEMPTY, r success; "dir" an empty
  * directory, "child" a non-empty one, "wh" one holding only whiteouts.)
- * A non-empty directory can move only when it lives entirely in one
- * writable branch. Everything else is copied up to the writable branch the
- * rename happens in. Renamed directories are made opaque, and the source
+ * Everything is copied up to the writable branch the rename happens in;
+ * for a directory that is only the directory itself. A directory with
+ * copies below that branch keeps its lower contents where they are: its
+ * copy is marked with the redirect trusted.unionfs.redirect (the path of
+ * its lower copies, docs/concepts.md "Directory rename") and is not
+ * opaque. A directory wholly in that branch is made opaque. The source
  * name gets a whiteout when a lower branch still holds it.
  *
  * Ordering keeps the union consistent on failure (see
@@ -21,6 +24,8 @@
  */
 #include "union.h"
 #include "lower.h"
+
+#include <linux/xattr.h>
 
 #include "unionfs_trace.h"
 
@@ -47,6 +52,133 @@ static void unionfs_dentry_narrow(struct dentry *dentry, int t,
 	for (b = 0; b < n; b++)
 		dput(old[b]);
 	kfree(old);
+}
+
+/*
+ * Where the lower contents of the union directory @dentry live, relative
+ * to every branch's root: the redirect of its topmost copy, or else its
+ * parent's path and its name (docs/concepts.md, "Directory rename").
+ * Returns a kmalloc'ed string or an ERR_PTR. Mounter's credentials.
+ */
+static char *unionfs_redirect_path(struct dentry *dentry)
+{
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	char *buf, *rd = NULL;
+	struct dentry *d;
+	int pos = PATH_MAX - 1, err = 0;
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	buf[pos] = '\0';
+	d = dget(dentry);
+	/* bounded: every round prepends at least two bytes */
+	while (!IS_ROOT(d)) {
+		struct name_snapshot nm;
+		struct dentry *top, *parent;
+		int b, len;
+
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		/*
+		 * The name first: a concurrent rename of @d in its directory
+		 * sets the redirect before it moves the name, so a new name
+		 * seen here comes with its redirect seen below.
+		 */
+		take_dentry_name_snapshot(&nm, d);
+		/* @b indexes @bt: an ancestor on another table is ESTALE */
+		top = unionfs_lower_top_at(d, bt, &b);
+		if (IS_ERR(top)) {
+			rd = ERR_CAST(top);
+			top = NULL;
+		} else if (top && d_is_dir(top)) {
+			rd = unionfs_redirect_get(bt, b, top);
+		}
+		dput(top);
+		if (IS_ERR(rd)) {
+			release_dentry_name_snapshot(&nm);
+			err = PTR_ERR(rd);
+			rd = NULL;
+			break;
+		}
+		if (rd) {
+			release_dentry_name_snapshot(&nm);
+			break;
+		}
+		len = nm.name.len;
+		if (pos < len + 2) {
+			release_dentry_name_snapshot(&nm);
+			err = -ENAMETOOLONG;
+			break;
+		}
+		pos -= len;
+		memcpy(buf + pos, nm.name.name, len);
+		buf[--pos] = '/';
+		release_dentry_name_snapshot(&nm);
+		parent = dget_parent(d);
+		dput(d);
+		d = parent;
+	}
+	dput(d);
+	if (!err && rd) {
+		int len = strlen(rd);
+
+		if (pos < len + 1) {
+			err = -ENAMETOOLONG;
+		} else {
+			pos -= len;
+			memcpy(buf + pos, rd, len);
+		}
+	} else if (!err) {
+		pos++;	/* the leading '/' */
+	}
+	kfree(rd);
+	if (!err && (pos >= PATH_MAX - 1))
+		err = -EIO;	/* the root is never renamed */
+	if (err) {
+		kfree(buf);
+		return ERR_PTR(err);
+	}
+	memmove(buf, buf + pos, PATH_MAX - pos);
+	return buf;
+}
+
+/*
+ * Mark the directory @ld (branch @t, write access held, mounter's
+ * credentials) as renamed from @path, unless it already is. *@made: it
+ * was not. A branch fs without trusted xattrs cannot hold the marker:
+ * EXDEV (the caller, mv, copies).
+ */
+static int unionfs_redirect_set(struct dentry *dentry, int t,
+				struct dentry *ld, const char *path,
+				bool *made)
+{
+	struct unionfs_btable *bt = unionfs_dbt(dentry);
+	char *cur = unionfs_redirect_get(bt, t, ld);
+	int err;
+
+	*made = false;
+	if (IS_ERR(cur))
+		return PTR_ERR(cur);
+	if (cur) {
+		err = strcmp(cur, path) ? -EIO : 0;
+		kfree(cur);
+		if (err)
+			pr_warn_ratelimited("branch %d: redirect of %pd changed meanwhile\n",
+					    t, ld);
+		return err;
+	}
+	err = unionfs_do_setxattr(bt, t, ld, UNIONFS_XATTR_REDIRECT, path,
+				  strlen(path), XATTR_CREATE);
+	unionfs_trace_dname(unionfs_redirect, bt->sb, dentry, t, path, "set",
+			    err);
+	if (err == -EOPNOTSUPP || err == -EPERM)
+		err = -EXDEV;
+	if (!err)
+		*made = true;
+	return err;
 }
 
 /*
@@ -78,6 +210,8 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	struct dentry *ltarget = NULL;
 	bool isdir = d_is_dir(old_dentry), need_wh, made_wh = false;
 	bool made_opaque = false, stash = false, stashed = false;
+	bool redirect = false, made_rd = false;
+	char *rpath = NULL;
 	const struct cred *cred = NULL;
 	int ostart, oend, limit, t, err, has_wh, tries;
 
@@ -112,25 +246,36 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	if (t < 0)
 		return t;
 
-	if (isdir) {
+	if (isdir && oend > t) {
+		/*
+		 * A directory with copies below @t: only the directory moves
+		 * (copied up), its lower contents stay where they are, named
+		 * by a redirect. Whether it is empty does not matter (not
+		 * read: O(1) in its size).
+		 */
+		redirect = true;
+	} else if (isdir) {
+		/* wholly in @t: moved there, opaque */
 		err = unionfs_check_empty(old_dentry, &has_wh);
-		if (err == -ENOTEMPTY) {
-			/* a non-empty directory moves only within its branch */
-			if (t != ostart || oend != ostart ||
-			    unionfs_lower_has_name(old_parent,
-						   &old_dentry->d_name,
-						   ostart + 1))
-				return -EXDEV;
-		} else if (err) {
+		if (err && err != -ENOTEMPTY)
 			return err;
-		}
+	}
+	if (redirect) {
+		cred = unionfs_override_creds(sb);
+		rpath = unionfs_redirect_path(old_dentry);
+		revert_creds(cred);
+		cred = NULL;
+		if (IS_ERR(rpath))
+			return PTR_ERR(rpath);
 	}
 
 	err = unionfs_copyup_dentry_held(old_dentry, t, "rename", -1);
 	if (!err)
 		err = unionfs_copyup_dir(new_parent, bt, t);
-	if (err)
+	if (err) {
+		kfree(rpath);
 		return err;
+	}
 
 	need_wh = unionfs_lower_has_name(old_parent, &old_dentry->d_name,
 					 t + 1);
@@ -150,20 +295,24 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		goto out_dput;
 
 	cred = unionfs_override_creds(sb);
-	if (isdir) {
+	if (redirect) {
+		/* its lower contents merge below it: never opaque */
+		err = unionfs_redirect_set(old_dentry, t, lold, rpath,
+					   &made_rd);
+	} else if (isdir) {
 		/* logically empty (or wholly ours): mark opaque before moving */
 		err = unionfs_make_opaque_new(bt, t, lold, NULL, "rename",
 					      &made_opaque);
-		if (!err && d_really_is_positive(new_dentry)) {
-			/* a replaced directory holding whiteouts is stashed */
-			ltarget = unionfs_lower_dentry_get(new_dentry, t);
-			if (ltarget && d_is_dir(ltarget)) {
-				bool wh;
+	}
+	if (isdir && !err && d_really_is_positive(new_dentry)) {
+		/* a replaced directory holding whiteouts is stashed */
+		ltarget = unionfs_lower_dentry_get(new_dentry, t);
+		if (ltarget && d_is_dir(ltarget)) {
+			bool wh;
 
-				err = unionfs_scan_whiteouts(bt, t, ltarget,
-							     false, &wh);
-				stash = wh;
-			}
+			err = unionfs_scan_whiteouts(bt, t, ltarget, false,
+						     &wh);
+			stash = wh;
 		}
 	}
 	revert_creds(cred);
@@ -280,9 +429,25 @@ out_revert_opaque:
 			cred = unionfs_override_creds(sb);
 		unionfs_remove_opaque(bt, t, lold);
 	}
+	if (err && made_rd) {
+		if (!cred)
+			cred = unionfs_override_creds(sb);
+		unionfs_do_removexattr(bt, t, lold, UNIONFS_XATTR_REDIRECT);
+	}
 	if (cred)
 		revert_creds(cred);
-	if (!err) {
+	if (!err && redirect) {
+		/* the same lower copies, the branch-@t one moved with it */
+		struct unionfs_dentry_info *oud = UNIONFS_D(old_dentry);
+
+		spin_lock(&oud->lock);
+		oud->bwh = -1;
+		spin_unlock(&oud->lock);
+		unionfs_inode_set_vec(d_inode(old_dentry), oud);
+		unionfs_dir_changed(old_dir);
+		if (new_dir != old_dir)
+			unionfs_dir_changed(new_dir);
+	} else if (!err) {
 		unionfs_dentry_narrow(old_dentry, t, lold, isdir);
 		if (isdir) {
 			unionfs_inode_set_vec(d_inode(old_dentry),
@@ -295,6 +460,7 @@ out_revert_opaque:
 	}
 	unionfs_drop_write(bt, t);
 out_dput:
+	kfree(rpath);
 	dput(ltarget);
 	dput(cur_old);
 	dput(lnew);

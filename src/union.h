@@ -681,6 +681,10 @@ int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa);
 /* the union's own attributes on branch objects (index.c): never shown */
 #define UNIONFS_XATTR_PRIVATE	XATTR_TRUSTED_PREFIX "unionfs."
 bool unionfs_xattr_private(const char *name);
+/* a renamed directory: where its lower contents live (lookup.c, rename.c) */
+#define UNIONFS_XATTR_REDIRECT	UNIONFS_XATTR_PRIVATE "redirect"
+char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
+			   struct dentry *ld);
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
 struct posix_acl;
 int unionfs_set_acl(struct user_namespace *mnt_userns, struct inode *inode,

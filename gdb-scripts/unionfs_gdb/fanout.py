@@ -138,6 +138,10 @@ def fanout_dentry(d, dot=None, title=None):
                 marks.append("UNHASHED in branch")
             if core.dname(ld["d_parent"]) == core.INDEX_DIR and core.dname(ld) != core.dname(d):
                 marks.append("link group: the index entry")
+            elif (i != int(ud["bstart"]) and pud is not None and i < int(pud["nbr"])
+                  and int(pud["lower"][i]) != int(ld["d_parent"])):
+                # docs/concepts.md "Directory rename": trusted.unionfs.redirect
+                marks.append("redirect: not under the parent's branch dir")
             if br is not None:
                 desc += "  %s" % core.lower_path_of(ld, br)
         else:

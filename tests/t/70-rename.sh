@@ -24,7 +24,7 @@ mk() {	# mk TYPE CASE NAME
 declare -A want=(
 	[file,none]=OK [file,file]=OK [file,dir]=EISDIR [file,child]=EISDIR [file,wh]=EISDIR
 	[dir,none]=OK [dir,file]=ENOTDIR [dir,dir]=OK [dir,child]=ENOTEMPTY [dir,wh]=OK
-	[child,none]=EXDEV [child,file]=ENOTDIR [child,dir]=EXDEV [child,child]=ENOTEMPTY [child,wh]=EXDEV
+	[child,none]=OK [child,file]=ENOTDIR [child,dir]=OK [child,child]=ENOTEMPTY [child,wh]=OK
 	[wh,none]=OK [wh,file]=ENOTDIR [wh,dir]=OK [wh,child]=ENOTEMPTY [wh,wh]=OK
 )
 for s in file dir child wh; do
@@ -48,8 +48,14 @@ for s in file dir child wh; do
 		is "rename $s -> $d: source whited out in branch 0" "$(test -f "$B0/$c/.wh.src" && echo wh)" wh
 		case $s in
 		file) is "rename $s -> $d: content moved" "$(cat "$M/$c/dst")" content-src ;;
+		child) is "rename $s -> $d: contents under the new name" "$(ls -A "$M/$c/dst")" in
+		   is "rename $s -> $d: only the directory copied up, redirected" \
+			"$(ls -A "$B0/$c/dst" | wc -l) $(getfattr --absolute-names -n trusted.unionfs.redirect --only-values "$B0/$c/dst" 2>&1)" \
+			"0 $c/src" ;;
 		*) is "rename $s -> $d: destination empty" "$(ls -A "$M/$c/dst" | wc -l)" 0
-		   is "rename $s -> $d: destination opaque" "$(test -f "$B0/$c/dst/.wh.__dir_opaque" && echo opaque)" opaque ;;
+		   is "rename $s -> $d: destination redirected, not opaque" \
+			"$(test -f "$B0/$c/dst/.wh.__dir_opaque" && echo opaque)$(getfattr --absolute-names -n trusted.unionfs.redirect --only-values "$B0/$c/dst" 2>&1)" \
+			"$c/src" ;;
 		esac
 		is "rename $s -> $d: lower branch untouched" "$(test -e "$B1/$c/src" && echo kept)" kept
 	done
