@@ -230,32 +230,38 @@ ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size)
 {
 	struct dentry *ld;
 	char *buf = NULL;
-	ssize_t ret;
+	ssize_t ret = -ERANGE;
 	int b;
 
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return -ESTALE;
-	/*
-	 * The branch's list, less the union's own names: read whole into a
-	 * buffer of ours, so that a list that fits @size only once filtered
-	 * is not refused by the branch with ERANGE.
-	 */
-	ret = unionfs_do_listxattr(dentry->d_sb, b, ld, NULL, 0);
+	/* the branch's list, less the union's own names, filtered in place */
+	if (size)
+		ret = unionfs_do_listxattr(dentry->d_sb, b, ld, list, size);
 	if (ret > 0) {
-		buf = kvmalloc(ret, GFP_KERNEL);
-		ret = buf ? unionfs_do_listxattr(dentry->d_sb, b, ld, buf, ret) :
-			    -ENOMEM;
+		ret = unionfs_xattr_filter(list, ret);
+	} else if (ret == -ERANGE) {
+		/*
+		 * A size query, or a list that fits @size only once filtered:
+		 * read it whole into a buffer of ours first.
+		 */
+		ret = unionfs_do_listxattr(dentry->d_sb, b, ld, NULL, 0);
+		if (ret > 0) {
+			buf = kvmalloc(ret, GFP_KERNEL);
+			ret = buf ? unionfs_do_listxattr(dentry->d_sb, b, ld,
+							 buf, ret) : -ENOMEM;
+		}
+		if (ret > 0)
+			ret = unionfs_xattr_filter(buf, ret);
+		if (ret > 0 && size) {
+			if (ret > size)
+				ret = -ERANGE;
+			else
+				memcpy(list, buf, ret);
+		}
+		kvfree(buf);
 	}
-	if (ret > 0)
-		ret = unionfs_xattr_filter(buf, ret);
-	if (ret > 0 && size) {
-		if (ret > size)
-			ret = -ERANGE;
-		else
-			memcpy(list, buf, ret);
-	}
-	kvfree(buf);
 	dput(ld);
 	return ret;
 }
