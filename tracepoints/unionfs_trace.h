@@ -379,38 +379,17 @@ DEFINE_EVENT(unionfs_index_class, unionfs_index,
  * directory @name, the redirect @path (relative to each branch's root) was
  * "set" on its copy in branch @bindex (rename), "followed" to branch
  * @bindex (lookup: the lower copy found there), "missing" in branch
- * @bindex (no directory at @path there) or found "invalid".
+ * @bindex (no directory at @path there) or found "invalid". The index's
+ * class, @path in its "key" field, printed as a redirect.
  */
-DECLARE_EVENT_CLASS(unionfs_redirect_class,
+DEFINE_EVENT_PRINT(unionfs_index_class, unionfs_redirect,
 	TP_PROTO(struct super_block *sb, const char *name, int bindex,
 		 const char *path, const char *what, int err),
 	TP_ARGS(sb, name, bindex, path, what, err),
-	TP_STRUCT__entry(
-		__field(dev_t, dev)
-		__string(name, name)
-		__field(int, bindex)
-		__string(path, path)
-		__string(what, what)
-		__field(int, err)
-	),
-	TP_fast_assign(
-		__entry->dev = sb->s_dev;
-		__assign_str(name, name);
-		__entry->bindex = bindex;
-		__assign_str(path, path);
-		__assign_str(what, what);
-		__entry->err = err;
-	),
 	TP_printk("dev %d:%d name %s branch %d redirect %s %s err %d",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
-		  __entry->bindex, __get_str(path), __get_str(what),
-		  __entry->err)
-);
-
-DEFINE_EVENT(unionfs_redirect_class, unionfs_redirect,
-	TP_PROTO(struct super_block *sb, const char *name, int bindex,
-		 const char *path, const char *what, int err),
-	TP_ARGS(sb, name, bindex, path, what, err));
+		  __entry->bindex, __get_str(key), __get_str(what),
+		  __entry->err));
 
 #endif /* _UNIONFS_TRACE_H */
 
