@@ -7,8 +7,8 @@
  *   - NAME positive in b: the first positive entry wins. A non-directory
  *     ends the search (it hides everything below it); a directory merges
  *     with directories found below until a branch where it is opaque
- *     (contains ".wh.__dir_opaque"). Non-directories below a directory are
- *     ignored.
+ *     (contains ".wh.__dir_opaque") or a branch holding a non-directory
+ *     NAME: that non-directory stays hidden and ends the merge too.
  *   - NAME negative in b and a regular file ".wh.NAME" exists in b: the
  *     name is whited out in every branch below b; the search stops.
  */
@@ -411,8 +411,13 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 				ud->lower[b] = ld;
 				ud->bend = b;
 			} else {
-				dput(ld);	/* a file below a dir: hidden */
+				/*
+				 * A non-directory below a directory ends the
+				 * merge: it hides itself and every branch below.
+				 */
+				dput(ld);
 				ld = NULL;
+				stop = true;
 			}
 			if (ld && d_is_dir(ld) && b < pend) {
 				int op = unionfs_is_opaque_dir(sb, ld);
