@@ -447,8 +447,15 @@ static int unionfs_reval_diff(struct unionfs_dentry_info *ud,
 		bool wh = (ud->bwh == b) != (fresh->bwh == b) ||
 			  (ud->bopaque == b) != (fresh->bopaque == b);
 
-		if (o && n && d_inode(o) == d_inode(n) && !wh)
+		if (o && n && d_inode(o) == d_inode(n) && !wh) {
+			/*
+			 * A non-directory shows its winner only: what lies
+			 * below it (the source a copy-up keeps) is no change.
+			 */
+			if (!d_is_dir(n))
+				return -1;
 			continue;
+		}
 		if (!o && !n && !wh)
 			continue;
 		if (o && !n && b == ud->bstart)

@@ -11,8 +11,8 @@
 require_guest
 mk_tmpdir
 UD="python3 $PWD/tests/tools/udiff.py"
-CLEAN_SEEDS="15"
-CLEAN_WORKER_SEEDS=""
+CLEAN_SEEDS="11 12 13 14 15 16"
+CLEAN_WORKER_SEEDS="21"
 dmesg_mark
 
 run() {	# run DESC SECS ARGS... : one udiff invocation; its summary in the TAP line
@@ -41,9 +41,8 @@ if ((SOAK)); then
 		soak_more "$start" || break
 	done
 else
-	# seeds seen clean on the module of 2026-12-05 (f0267a7); seeds 11-14, 16 and the 3-worker
-	# seed 21 find the differences of docs/reliability.md (97-differential-findings): add them
-	# back as those are fixed
+	# fixed seeds: 11-14, 16 and the 3-worker seed 21 found the differences of
+	# docs/reliability.md (regression checks in 97-differential-findings)
 	for s in $CLEAN_SEEDS; do
 		run "union vs reference, seed $s, 150 ops" 300 --seed $s --ops 150 --shrink-secs 30
 	done

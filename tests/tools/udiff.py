@@ -13,7 +13,9 @@ initial view == the reference. Then N random operations, each applied to both (a
 uid/gid 1000 in a forked child), comparing return value/errno and data read; every --every
 ops and at the end the whole trees are compared (names, types, modes, owners, sizes, content
 hash, symlink targets, xattrs, link counts, the partition of names into same-file groups,
-readdir d_ino == st_ino). Documented differences (ALLOWED below) are counted, never hidden.
+readdir d_ino == st_ino). Only the union writes to the branches, so a direct modification
+that the union reports after an op (its /sys/fs/unionfs/<dev>/hazards counts) is a false
+report: class hazard-KIND. Documented differences (ALLOWED below) are counted, never hidden.
 The first unexpected difference is shrunk (delta debugging over the lower entries and the
 ops, each trial on fresh branches) to a minimal standalone shell reproducer.
 --time SECS: run consecutive seeds (S, S+1, ...) until SECS have passed.
@@ -672,6 +674,7 @@ class Env:
     def __init__(self, base, nb, modes, ents, plain=False):
         self.base = base
         self.plain = plain
+        self.hz0 = {}
         os.makedirs(base)
         self.br = [os.path.join(base, "b%d" % i) for i in range(nb)]
         self.ref = os.path.join(base, "ref")
@@ -694,6 +697,25 @@ class Env:
             self.dirs = ":".join("%s=%s" % (b, m) for b, m in zip(self.br, modes))
             mnt("none", self.u, "unionfs", "dirs=" + self.dirs)
             self.mounts.append(self.u)
+            dev = os.stat(self.u).st_dev
+            self.hzfile = "/sys/fs/unionfs/%d:%d/hazards" % (os.major(dev), os.minor(dev))
+            self.hz0 = self.hazards()
+
+    def hazards(self):
+        """{kind: count} of the direct branch changes the union reported ({} if no union)"""
+        if self.plain:
+            return {}
+        with open(self.hzfile) as f:
+            return {k: int(v) for k, v in (ln.split() for ln in f if ln.strip())}
+
+    def new_hazards(self):
+        """kinds reported since the last call: only the union wrote to the branches, so any
+        report is false (a class of its own, shrunk like a difference)"""
+        h = self.hazards()
+        d = {k: v - self.hz0.get(k, 0) for k, v in h.items() if v != self.hz0.get(k, 0)}
+        self.hz0 = h
+        return [("hazard-" + k, "the union reported %d direct modification(s) of kind %s; only "
+                 "the union wrote to the branches" % (v, k)) for k, v in sorted(d.items())]
 
     def close(self):
         for m in reversed(self.mounts):
@@ -719,9 +741,9 @@ def denies(st, uid, bit):
     return not m & bit
 
 
-def lower_dir_denies(env, op, uid, roots=None):
-    """some branch copy of an ancestor directory of op's paths denies uid search, or the
-    parent of the name denies write"""
+def lower_dir_denies(env, op, uid, roots=None, write=True):
+    """some branch copy of an ancestor directory of op's paths denies uid search, or (write)
+    the parent of the name denies write"""
     paths = [op[1]] + ([op[2]] if op[0] in ("link", "rename") else [])
     for p in paths:
         comps = p.split("/")
@@ -731,15 +753,17 @@ def lower_dir_denies(env, op, uid, roots=None):
                 d = os.path.join(b, rel)
                 if os.path.isdir(d) and not os.path.islink(d):
                     st = os.lstat(d)
-                    if denies(st, uid, 1) or (i == len(comps) - 1 and denies(st, uid, 2)):
+                    if denies(st, uid, 1) or (write and i == len(comps) - 1 and denies(st, uid, 2)):
                         return True
     return False
 
 
 def allowed_candidate(env, op, ru, uid=0):
     """name of the ALLOWED entry that may cover union result ru, or None"""
+    # the reference's own search permission only: its write check on the parent comes after
+    # checks such as rename's EINVAL for a directory moved below itself (seed 11)
     if uid and ru == ["EACCES"] and lower_dir_denies(env, op, uid) and \
-            not lower_dir_denies(env, op, uid, [env.ref]):
+            not lower_dir_denies(env, op, uid, [env.ref], write=False):
         return "EACCES-lower-dir-copy"
     if op[0] == "rename":
         if op[3] == RENAME_EXCHANGE and ru == ["EINVAL"]:
@@ -818,7 +842,7 @@ def trial(base, nb, modes, ents, ops, every, plain=False, perturb=False, stats=N
     st = stats or Stats()
     env = Env(base, nb, modes, ents, plain)
     try:
-        d = unknown(st, compare_trees(env.u, env.ref, env.cbr, st.allowed))
+        d = unknown(st, env.new_hazards() + compare_trees(env.u, env.ref, env.cbr, st.allowed))
         st.cmp += 1
         if d:
             return d[0][0], "initial view: " + d[0][1], -1, d
@@ -828,6 +852,9 @@ def trial(base, nb, modes, ents, ops, every, plain=False, perturb=False, stats=N
             if perturb and i == min(3, len(ops) - 1):
                 open(os.path.join(env.u, "perturbed"), "w").close()
             ru = run_op(env.u, op, uid)
+            hz = unknown(st, env.new_hazards())
+            if hz:
+                return hz[0][0], "op #%d %s: %s" % (i, op_shell(op, uid), hz[0][1]), i, hz
             rr = apply_ref(env, op, uid, ru, st)
             if rr is None:
                 continue
@@ -840,7 +867,7 @@ def trial(base, nb, modes, ents, ops, every, plain=False, perturb=False, stats=N
                 if unknown(st, [(c, "")]):
                     return (c, "op #%d %s: union %s, reference %s" % (i, op_shell(op, uid), ru, rr), i, [])
             if (i + 1) % every == 0 or i == len(ops) - 1:
-                d = unknown(st, compare_trees(env.u, env.ref, env.cbr, st.allowed))
+                d = unknown(st, env.new_hazards() + compare_trees(env.u, env.ref, env.cbr, st.allowed))
                 st.cmp += 1
                 if d:
                     return d[0][0], "after op #%d: %s" % (i, d[0][1]), i, d
@@ -887,7 +914,7 @@ def run_workers(env, specs, st):
             if ru != rr:
                 return ("result-%s-%s" % (op[0], rr[0]),
                         "worker %d op #%d %s: union %s, reference %s" % (w, i, op_shell(op, uid), ru, rr), i, [])
-    d = unknown(st, compare_trees(env.u, env.ref, env.cbr, st.allowed))
+    d = unknown(st, env.new_hazards() + compare_trees(env.u, env.ref, env.cbr, st.allowed))
     st.cmp += 1
     if d:
         return d[0][0], "after the workers: " + d[0][1], len(specs[0]), d
