@@ -444,10 +444,14 @@ static int unionfs_reval_diff(struct unionfs_dentry_info *ud,
 				   ud->lower[b] : NULL;
 		struct dentry *n = b >= fresh->bstart && b <= fresh->bend ?
 				   fresh->lower[b] : NULL;
-		bool wh = (ud->bwh == b) != (fresh->bwh == b) ||
-			  (ud->bopaque == b) != (fresh->bopaque == b);
 
-		if (o && n && d_inode(o) == d_inode(n) && !wh) {
+		/*
+		 * Entries only: a whiteout or an opaque marker changes what
+		 * shows only through the entries below it, and a lookup does
+		 * not record one where nothing lies below (our own rename or
+		 * copy-up does: no change).
+		 */
+		if (o && n && d_inode(o) == d_inode(n)) {
 			/*
 			 * A non-directory shows its winner only: what lies
 			 * below it (the source a copy-up keeps) is no change.
@@ -456,7 +460,7 @@ static int unionfs_reval_diff(struct unionfs_dentry_info *ud,
 				return -1;
 			continue;
 		}
-		if (!o && !n && !wh)
+		if (!o && !n)
 			continue;
 		if (o && !n && b == ud->bstart)
 			*kind = UNIONFS_HZ_VANISHED;
