@@ -8,7 +8,8 @@
 #     (chown through one name; the other keeps the old owner) - the partition differs.
 #  4. st_nlink of a file counts names hidden in its branch (shadowed or whited out): the
 #     documented difference (docs/concepts.md hard links), allowed by udiff only within bounds.
-#  5. no false direct-modification report after a copy-up (udiff class hazard-dir_changed).
+#  5. no false direct-modification report after a copy-up (udiff class hazard-dir_changed),
+#  6. nor after a directory rename or an opaque parent copy-up.
 # The seeds that found them run in 96 (CLEAN_SEEDS).
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
@@ -88,6 +89,26 @@ both 0 '["utime", "d/d/d", 864263693692555931]'
 same "utime copies a hard-linked d/d/d up: same view"
 stat "$D/u/d/a/a" "$D/u/d/d/d" > /dev/null
 is "link-group copy-up: no direct modification reported (sysfs hazards)" "$(hz)" 0
+
+# 6. ... nor after the union's own rename of a directory (made opaque) or the copy-up of a
+#    parent directory below its range (an opaque copy) (seeds 3022, 3027, 3032)
+setup 2
+ent b0 '["file", "b/b/d", 420, 0, 0, 1911, 671754554, 65536]'
+union "$D/b0=rw:$D/b1=ro"
+same "initial view"
+both 0 '["rename", "b/b", "b/e", 0]'
+both 0 '["unlink", "b/e/d"]'
+same "mv b/b b/e; rm b/e/d: same view"
+is "directory rename: no direct modification reported (sysfs hazards)" "$(hz)" 0
+setup 2
+ent b1 '["file", "a", 493, 1000, 1000, 317, 772405157, 65536]'
+union "$D/b0=rw:$D/b1=rw"
+same "initial view"
+both 0 '["mkdir", "d", 493]'
+both 0 '["rename", "a", "d/n2", 0]'
+both 0 '["symlink", "d/n2/e/d", "a"]'
+same "mkdir d; mv a d/n2 (d copied to b1, opaque): same view"
+is "opaque parent copy-up: no direct modification reported (sysfs hazards)" "$(hz)" 0
 
 is "dmesg clean" "$(dmesg_bad)" ""
 finish
