@@ -164,6 +164,7 @@ enum {
 	UNIONFS_HZ_RENAMED,	/* an entry was renamed in/out of a branch dir */
 	UNIONFS_HZ_ATTRIB,	/* a branch dir's attributes changed */
 	UNIONFS_HZ_COPYUP_RACE,	/* a file changed in its branch while copied up */
+	UNIONFS_HZ_REDIRECT,	/* a dir redirect is invalid or leads nowhere */
 	UNIONFS_HZ_MAX
 };
 
