@@ -95,6 +95,7 @@ static const char *const unionfs_fault_names[] = {
 	[UNIONFS_FSITE_FSYNC]		= "fsync",
 	[UNIONFS_FSITE_FALLOCATE]	= "fallocate",
 	[UNIONFS_FSITE_STATFS]		= "statfs",
+	[UNIONFS_FSITE_REDIRECT]	= "redirect",
 };
 
 /*

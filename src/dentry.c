@@ -669,6 +669,30 @@ void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src)
 }
 
 /*
+ * Was a lower directory of @ud removed in its branch? A redirected
+ * directory's lower copies are not in its parent's lower directories, so
+ * their removal changes none of those (unionfs_dir_snap()). Lower dentries
+ * are freed after a grace period, as in RCU walk.
+ */
+static bool unionfs_lower_dir_dead(struct unionfs_dentry_info *ud)
+{
+	int b, start, end;
+	bool dead = false;
+
+	rcu_read_lock();
+	start = max(READ_ONCE(ud->bstart), 0);
+	end = min(READ_ONCE(ud->bend), ud->nbr - 1);
+	for (b = start; b <= end && !dead; b++) {
+		struct dentry *ld = READ_ONCE(ud->lower[b]);
+		struct inode *li = ld ? d_inode_rcu(ld) : NULL;
+
+		dead = li && S_ISDIR(li->i_mode) && IS_DEADDIR(li);
+	}
+	rcu_read_unlock();
+	return dead;
+}
+
+/*
  * Does @dentry need a look at the branches? NULL if it is valid as it is,
  * else why; -ECHILD (as an ERR_PTR) in RCU walk when only ref-walk can
  * tell. *@report: a difference found then is a direct modification.
@@ -700,6 +724,9 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 				    "coherency-none");
 		return NULL;
 	}
+	/* (notify does not see it: the removal is not in a marked dir) */
+	if (d_is_dir(dentry) && unionfs_lower_dir_dead(ud))
+		return "lower-dir-gone";
 	/* no direct change anywhere in the union since the last check */
 	if (coh == UNIONFS_COH_NOTIFY && READ_ONCE(ud->nseq) == *nseq) {
 		unionfs_trace_reval(dentry, ud, sbgen, "valid", "notify-quiet");

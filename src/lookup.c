@@ -212,11 +212,12 @@ static bool unionfs_redirect_valid(const char *p, size_t n)
 
 /*
  * The redirect of the branch directory @ld (branch @bindex): a kmalloc'ed
- * string, NULL if it has none (or the branch fs has no trusted xattrs), or
- * an ERR_PTR. Runs with the mounter's credentials.
+ * string, NULL if it has none (or the branch fs has no trusted xattrs),
+ * ERR_PTR(-EBADMSG) if it is not a valid one (set by hand in the branch),
+ * or another ERR_PTR. Runs with the mounter's credentials.
  */
-char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
-			   struct dentry *ld)
+static char *unionfs_redirect_read(struct unionfs_btable *bt, int bindex,
+				   struct dentry *ld)
 {
 	ssize_t n, m;
 	char *buf;
@@ -229,7 +230,7 @@ char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
 	if (n < 0)
 		return NULL;
 	if (!n || n >= PATH_MAX)
-		goto invalid;
+		return ERR_PTR(-EBADMSG);
 	buf = kmalloc(n + 1, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
@@ -244,7 +245,20 @@ char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
 	if (m == n && unionfs_redirect_valid(buf, m))
 		return buf;
 	kfree(buf);
-invalid:
+	return ERR_PTR(-EBADMSG);
+}
+
+/*
+ * The same for a rename, which must not go on from an invalid redirect:
+ * that is EIO.
+ */
+char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
+			   struct dentry *ld)
+{
+	char *rd = unionfs_redirect_read(bt, bindex, ld);
+
+	if (rd != ERR_PTR(-EBADMSG))
+		return rd;
 	pr_warn_ratelimited("branch %d: invalid redirect on %pd\n", bindex, ld);
 	return ERR_PTR(-EIO);
 }
@@ -255,6 +269,45 @@ static noinline void unionfs_trace_redirect(struct super_block *sb,
 					    const char *what, int err)
 {
 	trace_unionfs_redirect(sb, name->name, bindex, path, what, err);
+}
+
+/*
+ * A redirect that leads nowhere or is not valid can only come from a
+ * change made in a branch directly (a target renamed away, removed or
+ * replaced, an xattr set by hand): a hazard (docs/direct-modification.md),
+ * counted, traced and reported; the directory shows what is left of it.
+ */
+static noinline void unionfs_redirect_hazard(struct super_block *sb,
+					     const struct qstr *name,
+					     int bindex, const char *what)
+{
+	trace_unionfs_hazard(sb, unionfs_hazard_name(UNIONFS_HZ_REDIRECT),
+			     bindex, name->name, what);
+	unionfs_hazard_note(sb, UNIONFS_HZ_REDIRECT, bindex, name->name,
+			    name->len, what, false);
+}
+
+/*
+ * The redirect of @name's copy @ld in branch @bindex, for a lookup: an
+ * invalid one is reported and taken as "nothing below": the directory
+ * shows its copies down to @ld (what was written through the union is in
+ * the upper one), never whatever happens to have its name below.
+ * ERR_PTR(-EBADMSG) for that.
+ */
+static char *unionfs_redirect_lookup(struct super_block *sb,
+				     struct unionfs_btable *bt,
+				     const struct qstr *name, int bindex,
+				     struct dentry *ld)
+{
+	char *rd = unionfs_redirect_read(bt, bindex, ld);
+
+	if (rd == ERR_PTR(-EBADMSG)) {
+		pr_warn_ratelimited("branch %d: invalid redirect on %pd: ignored, no lower branch merged below it\n",
+				    bindex, ld);
+		unionfs_redirect_hazard(sb, name, bindex,
+					"invalid redirect, nothing merged below it");
+	}
+	return rd;
 }
 
 /*
@@ -272,22 +325,26 @@ static int unionfs_redirect_follow(struct super_block *sb,
 {
 	struct unionfs_btable *bt = ud->bt;
 	char *own = NULL;
-	int c, err = 0;
+	int c, err = 0, found = 0;
 
+	/*
+	 * Bounded: each branch below @b is visited once, and a redirect
+	 * found in branch c only sends the branches below c on, so a chain
+	 * that comes back to a path it named (A -> B -> A) ends with the
+	 * branches; each walk is shorter than PATH_MAX components.
+	 */
 	for (c = b + 1; c < bt->nbr && !err; c++) {
 		struct dentry *cur = dget(bt->br[c]->path.dentry);
 		const char *p = path;
 
-		if (fatal_signal_pending(current)) {
-			dput(cur);
-			err = -EINTR;
-			break;
-		}
-		/* bounded: @path is shorter than PATH_MAX */
 		while (cur && *p) {
 			const char *s = strchrnul(p, '/');
 			struct dentry *next;
 
+			if (fatal_signal_pending(current)) {
+				err = -EINTR;
+				break;
+			}
 			next = unionfs_do_lookup(bt, c, cur, p, s - p);
 			dput(cur);
 			cur = NULL;
@@ -304,13 +361,16 @@ static int unionfs_redirect_follow(struct super_block *sb,
 			cur = next;
 			p = *s ? s + 1 : s;
 		}
-		if (err)
+		if (err) {
+			dput(cur);
 			break;
+		}
 		if (trace_unionfs_redirect_enabled())
 			unionfs_trace_redirect(sb, name, c, path,
 					       cur ? "followed" : "missing", 0);
 		if (!cur)
 			continue;
+		found++;
 		ud->lower[c] = cur;
 		ud->bend = c;
 		if (c < bt->nbr - 1) {
@@ -323,8 +383,10 @@ static int unionfs_redirect_follow(struct super_block *sb,
 				ud->bopaque = c;
 			if (op)
 				break;
-			rd = unionfs_redirect_get(bt, c, cur);
-			if (IS_ERR(rd)) {
+			rd = unionfs_redirect_lookup(sb, bt, name, c, cur);
+			if (rd == ERR_PTR(-EBADMSG)) {
+				break;
+			} else if (IS_ERR(rd)) {
 				err = PTR_ERR(rd);
 			} else if (rd) {
 				kfree(own);
@@ -334,6 +396,14 @@ static int unionfs_redirect_follow(struct super_block *sb,
 		}
 	}
 	kfree(own);
+	if (!err && !found && b + 1 < bt->nbr) {
+		/* @path is the xattr's, any bytes: escaped */
+		pr_warn_ratelimited("branch %d: the redirect of '%*pE' leads nowhere ('%*pE' is in no branch below)\n",
+				    b, name->len, name->name,
+				    (int)strnlen(path, PATH_MAX), path);
+		unionfs_redirect_hazard(sb, name, b,
+					"redirect target missing in every branch below");
+	}
 	return err;
 }
 
@@ -388,7 +458,12 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 		spin_unlock(&pud->lock);
 		if (!lparent)
 			continue;
-		if (!d_can_lookup(lparent)) {
+		/*
+		 * A lower directory removed behind our back (a redirect's
+		 * target: no lower directory of the parent's parent changed)
+		 * holds nothing: looking in it would fail (ENOENT).
+		 */
+		if (!d_can_lookup(lparent) || IS_DEADDIR(d_inode(lparent))) {
 			dput(lparent);
 			continue;
 		}
@@ -434,8 +509,14 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 			}
 			/* a renamed directory: its lower copies elsewhere */
 			if (!stop && ld && d_is_dir(ld) && b < bt->nbr - 1) {
-				char *rd = unionfs_redirect_get(bt, b, ld);
+				char *rd = unionfs_redirect_lookup(sb, bt,
+								   name, b,
+								   ld);
 
+				if (rd == ERR_PTR(-EBADMSG)) {
+					dput(lparent);
+					break;
+				}
 				if (IS_ERR(rd)) {
 					err = PTR_ERR(rd);
 					dput(lparent);

@@ -39,6 +39,7 @@ static const char *const unionfs_hazard_names[UNIONFS_HZ_MAX] = {
 	[UNIONFS_HZ_RENAMED]		= "renamed",
 	[UNIONFS_HZ_ATTRIB]		= "attrib",
 	[UNIONFS_HZ_COPYUP_RACE]	= "copyup_raced",
+	[UNIONFS_HZ_REDIRECT]		= "redirect",
 };
 
 const char *unionfs_hazard_name(int kind)

@@ -170,8 +170,11 @@ static int unionfs_redirect_set(struct dentry *dentry, int t,
 					    t, ld);
 		return err;
 	}
-	err = unionfs_do_setxattr(bt, t, ld, UNIONFS_XATTR_REDIRECT, path,
-				  strlen(path), XATTR_CREATE);
+	/* fault site "redirect": the marker step of a directory rename */
+	err = UNIONFS_FAULT(UNIONFS_FSITE_REDIRECT);
+	if (!err)
+		err = unionfs_do_setxattr(bt, t, ld, UNIONFS_XATTR_REDIRECT,
+					  path, strlen(path), XATTR_CREATE);
 	unionfs_trace_dname(unionfs_redirect, bt->sb, dentry, t, path, "set",
 			    err);
 	if (err == -EOPNOTSUPP || err == -EPERM)

@@ -164,6 +164,7 @@ enum {
 	UNIONFS_HZ_RENAMED,	/* an entry was renamed in/out of a branch dir */
 	UNIONFS_HZ_ATTRIB,	/* a branch dir's attributes changed */
 	UNIONFS_HZ_COPYUP_RACE,	/* a file changed in its branch while copied up */
+	UNIONFS_HZ_REDIRECT,	/* a dir redirect is invalid or leads nowhere */
 	UNIONFS_HZ_MAX
 };
 
@@ -737,6 +738,7 @@ enum unionfs_fault_site_id {
 	UNIONFS_FSITE_FSYNC,
 	UNIONFS_FSITE_FALLOCATE,
 	UNIONFS_FSITE_STATFS,
+	UNIONFS_FSITE_REDIRECT,
 	UNIONFS_FSITE_NR
 };
 

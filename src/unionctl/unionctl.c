@@ -74,7 +74,9 @@ static void usage_to(FILE *out, int status)
 		"--fsck: check branch directories, highest priority first, of a union\n"
 		"that is not mounted: leftover copy-up temporaries, whiteouts beside\n"
 		"the name they hide, whiteouts that hide nothing, link-group index\n"
-		"entries no name uses any more; --repair removes them.\n",
+		"entries no name uses any more; --repair removes them. Directory\n"
+		"redirects that are not valid (bad-redirect) or lead to no directory\n"
+		"below (dangling-redirect) are reported only, never repaired.\n",
 		prog, prog, prog, prog, prog, prog, prog, prog, prog);
 	exit(status);
 }
@@ -792,6 +794,80 @@ static void fsck_index(int i, int dfd)
 	closedir(d);
 }
 
+/*
+ * A finding --repair leaves alone (counted as left): nothing removed or
+ * rewritten would be obviously right.
+ */
+static void finding_kept(const char *kind, const char *root, const char *rel,
+			 const char *name)
+{
+	fsck_found++;
+	fsck_left++;
+	printf("%-20s %s/%s%s%s\n", kind, root, rel, *rel ? "/" : "", name);
+}
+
+/* The module's rules for a redirect value (unionfs_redirect_valid()). */
+static int redirect_valid(const char *p, size_t n)
+{
+	const char *s;
+
+	if (!n || n >= PATH_MAX || strlen(p) != n || p[0] == '/' ||
+	    p[n - 1] == '/')
+		return 0;
+	for (; *p; p = *s ? s + 1 : s) {
+		size_t len;
+
+		s = strchrnul(p, '/');
+		len = s - p;
+		if (!len || len > NAME_MAX || (len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.') ||
+		    (len >= 4 && !strncmp(p, ".wh.", 4)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * The directory redirect (trusted.unionfs.redirect, docs/concepts.md
+ * "Directory rename") of @rel/@name, open as @fd, in branch @i: one the
+ * module would reject is "bad-redirect"; one whose path names a directory
+ * in no branch below @i is "dangling-redirect" (its lower contents are
+ * gone, or were never there). Both are only reported: dropping the xattr
+ * would merge whatever has the new name below, which the rename replaced
+ * or never meant (docs/concepts.md).
+ */
+static void fsck_redirect(int i, int fd, const char *rel, const char *name)
+{
+	static char v[PATH_MAX + 1];
+	char path[PATH_MAX * 2 + 2];
+	struct stat st;
+	ssize_t n;
+	int j;
+
+	n = fgetxattr(fd, "trusted.unionfs.redirect", NULL, 0);
+	if (n < 0)
+		return;		/* none, or no trusted xattrs here */
+	if (n >= PATH_MAX ||
+	    (n = fgetxattr(fd, "trusted.unionfs.redirect", v, PATH_MAX)) < 0 ||
+	    n >= PATH_MAX) {
+		finding_kept("bad-redirect", fsck_dirs[i], rel, name);
+		return;
+	}
+	v[n] = '\0';
+	if (!redirect_valid(v, n)) {
+		finding_kept("bad-redirect", fsck_dirs[i], rel, name);
+		return;
+	}
+	if (i == fsck_n - 1)
+		return;		/* nothing below: the module ignores it */
+	for (j = i + 1; j < fsck_n; j++) {
+		snprintf(path, sizeof(path), "%s/%s", fsck_dirs[j], v);
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+			return;
+	}
+	finding_kept("dangling-redirect", fsck_dirs[i], rel, name);
+}
+
 static void fsck_dir(int i, int dfd, dev_t dev, const char *rel, int depth)
 {
 	struct dirent *e;
@@ -843,6 +919,7 @@ static void fsck_dir(int i, int dfd, dev_t dev, const char *rel, int depth)
 			fsck_err = 1;
 			continue;
 		}
+		fsck_redirect(i, fd, rel, n);
 		fsck_dir(i, fd, dev, sub, depth + 1);
 		close(fd);
 	}

@@ -63,6 +63,7 @@ for n in lk op cc cd ca cr wh; do
 	chmod 640 "$B1/lo$n"; touch -d '2001-02-03 04:05:06' "$B1/lo$n"
 done
 mkdir "$B1/ldir" "$B1/rd"; touch "$B1/rd/a" "$B1/rd/b"
+mkdir -p "$B1/mvd/sub"; echo m > "$B1/mvd/m"; echo s > "$B1/mvd/sub/s"	# a redirected rename
 check "mount b0=rw:b1=ro" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M" || finish
 # rmdir of a lower-only dir leaves .wh.ldir in b0; mkdir over it then needs an opaque marker
 check "rmdir lower-only dir (whiteout for the opaque case)" rmdir "$M/ldir"
@@ -189,6 +190,36 @@ for site in lookup readdir open create mkdir mknod symlink link unlink rmdir ren
 	fi
 	[[ -n ${UNDO[$site]:-} ]] && eval "${UNDO[$site]}"
 done
+# --- directory rename with a redirect (docs/concepts.md "Directory rename"): a fault at each
+# step that changes a branch (the redirect marker, the whiteout of the old name, the branch
+# rename) leaves it all or nothing: the old name with its contents, no new name, no redirect
+# left on the directory, no whiteout of the old name, the lower branch untouched
+rdx() { python3 -c 'import os,sys
+try: print(os.getxattr(sys.argv[1], "trusted.unionfs.redirect").decode())
+except OSError as e: print("none")' "$1"; }
+lsnap() { (cd "$B1" && find mvd -printf '%P %y %m %s %T@\n' | LC_ALL=C sort; find mvd -type f -exec md5sum {} +); }
+l0=$(lsnap)
+for site in redirect whiteout rename; do
+	[[ $site == redirect ]] && tested+="redirect "	# (the other two: in the loop above too)
+	uview=$(ls -A "$M" | LC_ALL=C sort)
+	echo "$site errno=5 times=1" > $INJ || { not_ok "dir rename, $site: arm"; continue; }
+	bounded "python3 tests/sys.py rename $M/mvd $M/mvd2"; rc=$?
+	n=$(injected "$site")
+	echo "clear $site" > $INJ
+	is "dir rename, fault at $site: EIO, injected" "$rc:$out:$(( ${n:-0} >= 1 ))" "1:EIO:1"
+	is "dir rename, fault at $site: old name with its contents" \
+		"$(names "$M/mvd" | tr '\n' ' ')$(cat "$M/mvd/m" "$M/mvd/sub/s" 2>&1 | tr '\n' ' ')" "m sub m s "
+	is "dir rename, fault at $site: no new name" "$(python3 tests/sys.py open "$M/mvd2" r)" ENOENT
+	is "dir rename, fault at $site: no redirect left, no whiteout, no temporary" \
+		"$(rdx "$B0/mvd")|$(test -e "$B0/.wh.mvd" && echo wh)|$(test -e "$B0/mvd2" && echo mvd2)|$(stray)" "none|||"
+	is "dir rename, fault at $site: union shows the same names" "$(ls -A "$M" | LC_ALL=C sort)" "$uview"
+	is "dir rename, fault at $site: lower branch untouched" "$(lsnap)" "$l0"
+done
+is "dir rename after the faults: succeeds" "$(python3 tests/sys.py rename "$M/mvd" "$M/mvd2")" OK
+is "dir rename after the faults: contents under the new name, redirect set" \
+	"$(cat "$M/mvd2/m" "$M/mvd2/sub/s" | tr '\n' ' ')$(rdx "$B0/mvd2") $(test -e "$B0/.wh.mvd" && echo wh)" "m s mvd wh"
+check "dir rename after the faults: rename back" python3 tests/sys.py rename "$M/mvd2" "$M/mvd"
+
 # sites whose fault the operation absorbs (it falls back), tested where the fallback is
 tested+="copyup_clone "	# a refused clone is a copy: tests/t/54-reflink.sh
 is "every site of the inject table was tested" "$(tr " " "\n" <<< "$tested" | grep . | sort | tr "\n" " ")" "$sites"
