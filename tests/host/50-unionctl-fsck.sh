@@ -56,8 +56,9 @@ is "clean: exit 0" "$rc:$(tail -n 1 <<< "$out")" "0:0 findings, 0 left"
 # the module rejects is bad-redirect (in any branch), one naming no directory in a branch below
 # is dangling-redirect (not judged in the last branch: nothing is below it); both are reported
 # only, --repair leaves them (exit 4). A valid redirect to a lower directory is no finding.
-# (on /tmp: trusted xattrs, which the guest's 9p share of build/ does not have)
-R=$(mktemp -d /tmp/unionctl-fsck-rd.XXXXXX)
+# (on /dev/shm, a tmpfs: trusted xattrs, which the guest's 9p share of build/ does not have,
+# and values longer than an ext4 block, which /tmp on ext4 refuses)
+R=$(mktemp -d /dev/shm/unionctl-fsck-rd.XXXXXX)
 trap 'rm -rf "$W" "$R"' EXIT
 R0=$R/r0 R1=$R/r1
 mkdir -p "$R0/ok" "$R0/dang" "$R0/tofile" "$R0/bad1" "$R0/bad2" "$R0/bad3" "$R0/bad4" "$R0/bad5" \
