@@ -112,7 +112,7 @@ nofault-module: $(KDIR)/Makefile
 	@cp $(NOFAULT)/src/unionfs.ko $(NOFAULT)/unionfs.ko
 
 # unionctl(8): the branch-management tool (runs in the guest from build/)
-$(BUILD)/unionctl: src/unionctl/unionctl.c src/uapi/unionfs.h
+$(BUILD)/unionctl: src/unionctl/unionctl.c src/uapi/unionfs.h src/redirect.h
 	@mkdir -p $(BUILD)
 	gcc -O2 -Wall -Wextra -Werror -o $@ src/unionctl/unionctl.c
 

@@ -14,6 +14,7 @@
  */
 #include "union.h"
 #include "lower.h"
+#include "redirect.h"
 
 #include <linux/ktime.h>
 #include <linux/xattr.h>
@@ -189,26 +190,9 @@ static bool unionfs_nowh_skip(struct inode *dir, struct unionfs_btable *bt,
  * no leading or trailing '/', no empty, "." or ".." component, no ".wh."
  * name). When the topmost copy of a directory has one, the branches below
  * it are looked up at that path, from their roots, instead of at the
- * parent's lower directories and the name.
+ * parent's lower directories and the name. The value's rule:
+ * unionfs_redirect_valid() in redirect.h, shared with unionctl --fsck.
  */
-static bool unionfs_redirect_valid(const char *p, size_t n)
-{
-	const char *s;
-
-	if (!n || strlen(p) != n || p[0] == '/' || p[n - 1] == '/')
-		return false;
-	for (; *p; p = *s ? s + 1 : s) {
-		size_t len;
-
-		s = strchrnul(p, '/');
-		len = s - p;
-		if (!len || len > NAME_MAX || (len == 1 && p[0] == '.') ||
-		    (len == 2 && p[0] == '.' && p[1] == '.') ||
-		    unionfs_is_whname(p, len))
-			return false;
-	}
-	return true;
-}
 
 /*
  * The redirect of the branch directory @ld (branch @bindex): a kmalloc'ed

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "../uapi/unionfs.h"
+#include "../redirect.h"	/* the module's rule for a redirect value */
 
 struct branch {
 	char path[PATH_MAX];
@@ -806,27 +807,6 @@ static void finding_kept(const char *kind, const char *root, const char *rel,
 	printf("%-20s %s/%s%s%s\n", kind, root, rel, *rel ? "/" : "", name);
 }
 
-/* The module's rules for a redirect value (unionfs_redirect_valid()). */
-static int redirect_valid(const char *p, size_t n)
-{
-	const char *s;
-
-	if (!n || n >= PATH_MAX || strlen(p) != n || p[0] == '/' ||
-	    p[n - 1] == '/')
-		return 0;
-	for (; *p; p = *s ? s + 1 : s) {
-		size_t len;
-
-		s = strchrnul(p, '/');
-		len = s - p;
-		if (!len || len > NAME_MAX || (len == 1 && p[0] == '.') ||
-		    (len == 2 && p[0] == '.' && p[1] == '.') ||
-		    (len >= 4 && !strncmp(p, ".wh.", 4)))
-			return 0;
-	}
-	return 1;
-}
-
 /*
  * The directory redirect (trusted.unionfs.redirect, docs/concepts.md
  * "Directory rename") of @rel/@name, open as @fd, in branch @i: one the
@@ -844,17 +824,15 @@ static void fsck_redirect(int i, int fd, const char *rel, const char *name)
 	ssize_t n;
 	int j;
 
-	n = fgetxattr(fd, "trusted.unionfs.redirect", NULL, 0);
-	if (n < 0)
+	n = fgetxattr(fd, "trusted.unionfs.redirect", v, PATH_MAX);
+	if (n < 0 && errno != ERANGE)
 		return;		/* none, or no trusted xattrs here */
-	if (n >= PATH_MAX ||
-	    (n = fgetxattr(fd, "trusted.unionfs.redirect", v, PATH_MAX)) < 0 ||
-	    n >= PATH_MAX) {
+	if (n < 0) {		/* longer than PATH_MAX */
 		finding_kept("bad-redirect", fsck_dirs[i], rel, name);
 		return;
 	}
 	v[n] = '\0';
-	if (!redirect_valid(v, n)) {
+	if (!unionfs_redirect_valid(v, n)) {
 		finding_kept("bad-redirect", fsck_dirs[i], rel, name);
 		return;
 	}
