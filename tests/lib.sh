@@ -116,6 +116,12 @@ is() {	# is DESC GOT EXPECTED
 	fi
 }
 
+t_limit() {	# t_limit SECONDS : a watchdog limit, scaled like the file limits on the debug kernel
+	local n=$1
+	[[ $(uname -r) == *-ufsdebug ]] && n=$((n * ${UNIONFS_DEBUG_TIMEOUT_SCALE:-6}))
+	echo "$n"
+}
+
 require_guest() {
 	if ! grep -qw 'unionfs_guest=1' /proc/cmdline 2>/dev/null; then
 		echo "$_T_FILE: not in the unionfs debug guest (no unionfs_guest=1 in /proc/cmdline);" \

@@ -243,7 +243,7 @@ mkdir -p "$T/d/m"
 branch_fs tmpfs "$T/d" 2
 for f in f1 f2 f3 f4 f5; do printf 'old-contents' > "$T/d/b1/$f"; done
 check "D: mount" mount -i -t unionfs -o "dirs=$T/d/b0=rw:$T/d/b1=ro" none "$T/d/m"
-out=$(cd "$T/d/m" && timeout -s KILL 60 python3 - <<'PY'
+out=$(cd "$T/d/m" && timeout -s KILL $(t_limit 60) python3 - <<'PY'
 import mmap, os, socket
 def upd(n, data=b"NEW-contents-longer"):
     fd = os.open(n, os.O_WRONLY | os.O_TRUNC)
@@ -287,7 +287,7 @@ for want in "pread:NEW-contents-longer" "read:-contents-longer" "seek_end:19" "s
 	is "D: ${want%%:*} after another descriptor's copy-up sees the copy" "$(grep -- "^${want%%:*}:" <<< "$out")" "$want"
 done
 # concurrent readers while the copy-up happens: no error, only old, truncated or new content
-out=$(cd "$T/d/m" && timeout -s KILL 90 python3 - <<'PY'
+out=$(cd "$T/d/m" && timeout -s KILL $(t_limit 90) python3 - <<'PY'
 import os, threading
 fd = os.open("f5", os.O_RDONLY)
 bad = []

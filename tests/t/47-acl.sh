@@ -262,7 +262,7 @@ for ((i = 0; i < 2000 && seen < 20; i++)); do
 	done
 	kill -0 $cpid 2>/dev/null || break
 done
-timeout -s KILL 60 tail --pid=$cpid -f /dev/null
+timeout -s KILL $(t_limit 60) tail --pid=$cpid -f /dev/null
 fault_injection_built && echo "clear all" > /sys/kernel/debug/unionfs/inject
 if ((seen)); then
 	is "E: the temporary during the copy: no effective ACL entry, no bits beyond 0600, 4343 refused ($seen looks)" "$bad" ""

@@ -289,11 +289,11 @@ is "D: b0 files unchanged by unlinked tmpfiles" "$(files "$B0")" "$(files "$R" |
 
 # ---- E: races against a lister ------------------------------------------------------------
 rm -f "$T/stop"*
-timeout -s KILL 150 python3 "$P" lister "$M/race" "$T/stop" > "$T/lister.out" 2>&1 &
+timeout -s KILL $(t_limit 150) python3 "$P" lister "$M/race" "$T/stop" > "$T/lister.out" 2>&1 &
 lp=$!
-timeout -s KILL 120 python3 "$P" race-unlinked "$M/race" 200 > "$T/unl.out" 2>&1 &
+timeout -s KILL $(t_limit 120) python3 "$P" race-unlinked "$M/race" 200 > "$T/unl.out" 2>&1 &
 up=$!
-out=$(timeout -s KILL 120 python3 "$P" race "$M/race" 200 2>&1)
+out=$(timeout -s KILL $(t_limit 120) python3 "$P" race "$M/race" 200 2>&1)
 wait $up
 touch "$T/stop"
 wait $lp

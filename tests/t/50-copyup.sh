@@ -141,7 +141,7 @@ mkdir -p "$B0/c" "$B1/c"
 for i in $(seq 1 200); do echo "f$i" > "$B1/c/f$i"; mkdir "$B1/c/d$i"; done
 dmesg_mark
 check "mount for concurrent cleanup" mount -i -t unionfs -o "dirs=$B0:$B1=ro" none "$M"
-out=$(timeout -s KILL 150 python3 - "$B0/c" "$M/c" <<'PY'
+out=$(timeout -s KILL $(t_limit 150) python3 - "$B0/c" "$M/c" <<'PY'
 import os, sys, threading
 b0, m = sys.argv[1:]
 stop = False

@@ -46,9 +46,9 @@ print(n)
 print(" ".join(sorted(seen)))
 PY
 	for ((i = 0; i < 100; i++)); do [[ -e $T/stop.ready ]] && break; sleep 0.1; done
-	timeout -s KILL 120 sh -c "echo x >> '$M/d/big'"; rc=$?
+	timeout -s KILL $(t_limit 120) sh -c "echo x >> '$M/d/big'"; rc=$?
 	touch "$T/stop"
-	timeout -s KILL 20 tail --pid=$ppid -f /dev/null; rm -f "$T/stop"
+	timeout -s KILL $(t_limit 20) tail --pid=$ppid -f /dev/null; rm -f "$T/stop"
 	is "$fs: 64 MiB copy-up succeeds" "$rc" 0
 	polls=$(sed -n 1p "$T/seen") names=$(sed -n 2p "$T/seen")
 	if ((polls >= 10)); then
@@ -123,7 +123,7 @@ for site in copyup_create copyup_data copyup_attr copyup_rename; do
 		f=$M/p/$type-$site
 		before=$(snap) uview=$(ls -A "$M/p" | LC_ALL=C sort)
 		echo "$site errno=5" > "$INJ"
-		out=$(timeout -s KILL 30 ${OPS[$type]} "$f" 2>&1); rc=$?
+		out=$(timeout -s KILL $(t_limit 30) ${OPS[$type]} "$f" 2>&1); rc=$?
 		n=$(injected $site)
 		echo "clear all" > "$INJ"
 		if [[ $rc != 0 && $out == *"Input/output error"* && ${n:-0} -ge 1 ]]; then
@@ -140,7 +140,7 @@ for site in copyup_create copyup_data copyup_attr copyup_rename; do
 				"$(diff "$T/before" "$T/after" | head -n 12)"
 		fi
 		is "$site/$type: union listing unchanged" "$(ls -A "$M/p" | LC_ALL=C sort)" "$uview"
-		check "$site/$type: succeeds once cleared" timeout -s KILL 30 ${OPS[$type]} "$f"
+		check "$site/$type: succeeds once cleared" timeout -s KILL $(t_limit 30) ${OPS[$type]} "$f"
 	done
 done
 is "after the retries: a copied file carries the data and xattr" \

@@ -34,7 +34,7 @@ is "t1: rename through the union" "$($S rename "$M/t1" "$M/r1")" OK
 echo mine1 > "$M/r1/new"
 mv "$B1/t1" "$B1/t1.moved"
 echo 2 > /proc/sys/vm/drop_caches
-is "t1 renamed away: the directory shows its upper copy" "$(timeout 20 ls "$M/r1" 2>&1 | tr '\n' ' ')" "new "
+is "t1 renamed away: the directory shows its upper copy" "$(timeout $(t_limit 20) ls "$M/r1" 2>&1 | tr '\n' ' ')" "new "
 is "t1 renamed away: data written through the union" "$(cat "$M/r1/new" 2>&1)" mine1
 is "t1 renamed away: still writable" "$( (echo more >> "$M/r1/new" && cat "$M/r1/new") 2>&1 | tr '\n' ' ')" "mine1 more "
 
@@ -46,7 +46,7 @@ ls "$M/r2" > /dev/null
 (cd "$M/r2" && exec sleep 60) & cwdpid=$!
 sleep 0.2
 rm -rf "$B1/t2/sub"
-is "t2 deleted while cached: listing" "$(timeout 20 ls "$M/r2" 2>&1 | tr '\n' ' ')" "new "
+is "t2 deleted while cached: listing" "$(timeout $(t_limit 20) ls "$M/r2" 2>&1 | tr '\n' ' ')" "new "
 is "t2 deleted while cached: data written through the union" "$(cat "$M/r2/new" 2>&1)" mine2
 is "t2 deleted while cached: create inside" "$( (echo c > "$M/r2/c" && cat "$M/r2/c") 2>&1)" c
 is "t2 deleted while cached: create via the cwd inside" "$( (echo d > /proc/$cwdpid/cwd/d && cat "$M/r2/d") 2>&1)" d
@@ -59,7 +59,7 @@ is "t3: rename through the union" "$($S rename "$M/t3" "$M/r3")" OK
 echo mine3 > "$M/r3/new"
 rm -rf "$B1/t3"; echo file > "$B1/t3"
 echo 2 > /proc/sys/vm/drop_caches
-is "t3 replaced by a file: listing" "$(timeout 20 ls "$M/r3" 2>&1 | tr '\n' ' ')" "new "
+is "t3 replaced by a file: listing" "$(timeout $(t_limit 20) ls "$M/r3" 2>&1 | tr '\n' ' ')" "new "
 is "t3 replaced by a file: data written through the union" "$(cat "$M/r3/new" 2>&1)" mine3
 is "t3 replaced by a file: the old name stays hidden" "$($S open "$M/t3" r)" ENOENT
 
@@ -76,14 +76,14 @@ for v in '/t4' 't4/../t4' '..' 't4/' 't4//sub' '.wh.t4' 't4\x00sub' "$long"; do
 	i=$((i + 1))
 	mkdir "$B0/bad$i"; echo own$i > "$B0/bad$i/own"
 	setrd "$B0/bad$i" "$v" 2>/dev/null || { skip "bad$i: value '${v:0:20}'" "setxattr refused"; continue; }
-	is "bad redirect '${v:0:20}': the upper copy shows" "$(timeout 20 ls "$M/bad$i" 2>&1 | tr '\n' ' ')" "own "
+	is "bad redirect '${v:0:20}': the upper copy shows" "$(timeout $(t_limit 20) ls "$M/bad$i" 2>&1 | tr '\n' ' ')" "own "
 	is "bad redirect '${v:0:20}': its file reads" "$(cat "$M/bad$i/own" 2>&1)" own$i
 	is "bad redirect '${v:0:20}': create inside" "$($S mkdir "$M/bad$i/n")" OK
 done
 # empty: setxattr of an empty value
 mkdir "$B0/bad0"; echo own0 > "$B0/bad0/own"
 setfattr -n trusted.unionfs.redirect -v '""' "$B0/bad0" 2>/dev/null || python3 -c 'import os,sys; os.setxattr(sys.argv[1], "trusted.unionfs.redirect", b"")' "$B0/bad0"
-is "bad redirect (empty): the upper copy shows" "$(timeout 20 ls "$M/bad0" 2>&1 | tr '\n' ' ')" "own "
+is "bad redirect (empty): the upper copy shows" "$(timeout $(t_limit 20) ls "$M/bad0" 2>&1 | tr '\n' ' ')" "own "
 is "bad redirect: hazard counted" "$(( $(hz redirect) >= 3 + 8 ))" 1
 is "bad redirect: logged (escaped)" "$(dmesg_since_mark | grep -c 'invalid redirect' | grep -c '^[1-9]')" 1
 is "a hazard notice in the log" "$(dmesg_since_mark | grep -c 'modified directly')" 1
@@ -98,9 +98,9 @@ echo 0 > "$C0/A/a0"; echo 1 > "$C1/B/b1"; echo 2 > "$C2/A/a2"
 echo s1 > "$C1/S/s1"; echo ss > "$C1/S/sub/ss"
 check "3 branches: mount" mount -i -t unionfs -o "dirs=$C0=rw:$C1=rw:$C2=ro" none "$M"
 setrd "$C0/A" B; setrd "$C1/B" A; setrd "$C0/S/sub" S
-is "A -> B -> A: merged, bounded" "$(timeout 20 ls "$M/A" 2>&1 | tr '\n' ' ')" "a0 a2 b1 "
+is "A -> B -> A: merged, bounded" "$(timeout $(t_limit 20) ls "$M/A" 2>&1 | tr '\n' ' ')" "a0 a2 b1 "
 is "A -> B -> A: lower file reads" "$(cat "$M/A/a2" 2>&1)" 2
-is "redirect to its parent: bounded walk" "$(timeout 30 find "$M/S" 2>&1 | sed "s|$M/||" | LC_ALL=C sort | tr '\n' ' ')" \
+is "redirect to its parent: bounded walk" "$(timeout $(t_limit 30) find "$M/S" 2>&1 | sed "s|$M/||" | LC_ALL=C sort | tr '\n' ' ')" \
 	"S S/s1 S/sub S/sub/s1 S/sub/sub S/sub/sub/ss S/sub/sub/sub "
 echo w > "$M/S/sub/w"
 is "redirect to its parent: write lands in the upper copy" "$(cat "$C0/S/sub/w" 2>&1)" w

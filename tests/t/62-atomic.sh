@@ -88,7 +88,7 @@ for op in $OPS; do
 			((j <= NFIX)) || { not_ok "$op: out of fixtures"; break 2; }
 			c=${CMD[$op]}; c=${c//@/$M/$op/$j}
 			echo "$s errno=28 interval=$n times=1" > $INJ
-			out=$(timeout -s KILL 30 $c 2>&1); rc=$?
+			out=$(timeout -s KILL $(t_limit 30) $c 2>&1); rc=$?
 			echo "clear $s" > $INJ
 			echo 2 > /proc/sys/vm/drop_caches
 			got=$(listing "$op/$j")
@@ -145,7 +145,7 @@ fullop() {	# fullop DESC CMD GONE...: ENOSPC and the same listing, or success an
 	local desc=$1 cmd=$2 before after out rc g
 	shift 2
 	before=$(listing)
-	out=$(timeout -s KILL 30 bash -c "$cmd" 2>&1); rc=$?
+	out=$(timeout -s KILL $(t_limit 30) bash -c "$cmd" 2>&1); rc=$?
 	echo 3 > /proc/sys/vm/drop_caches
 	after=$(listing)
 	if ((rc != 0)); then
@@ -187,7 +187,7 @@ for ((i = 0; i < ROUNDS; i++)); do
 	head -c $((256 << 10)) /dev/urandom > "$B1/r$i"
 done
 U
-out=$(timeout -s KILL 240 python3 - "$M" "$B1" $ROUNDS <<'PY'
+out=$(timeout -s KILL $(t_limit 240) python3 - "$M" "$B1" $ROUNDS <<'PY'
 import os, sys
 m, lower, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def race(path, other):
@@ -251,13 +251,13 @@ cp "$B1/big1" "$B1/big2"
 U
 wopen "$M/big1" & p1=$!
 sleep 0.5
-timeout -s KILL 120 rm "$M/big1"; rc=$?
+timeout -s KILL $(t_limit 120) rm "$M/big1"; rc=$?
 wait $p1
 is "big copy-up racing rm: rm succeeds" "$rc" 0
 is "big copy-up racing rm: the name is gone" "$(ls -A "$M" | grep -cx big1)" 0
 wopen "$M/big2" & p1=$!
 sleep 0.5
-timeout -s KILL 120 mv "$M/big2" "$M/big2.mv"; rc=$?
+timeout -s KILL $(t_limit 120) mv "$M/big2" "$M/big2.mv"; rc=$?
 wait $p1
 is "big copy-up racing mv: mv succeeds" "$rc" 0
 is "big copy-up racing mv: only the new name" \

@@ -79,7 +79,7 @@ python3 "$A/work.py" create "$M" "$stop" "$log/created" 100000 & p1=$!
 python3 "$A/work.py" append "$M" "$stop" "$log/appended" "$N" & p2=$!
 python3 "$A/work.py" unlink "$M" "$stop" "$log/unlinked" "$N" & p3=$!
 python3 "$A/work.py" walk "$M" "$stop" /dev/null 0 & p4=$!
-res=$(timeout -s KILL 150 python3 - "$M" "$BX" <<'PY'
+res=$(timeout -s KILL $(t_limit 150) python3 - "$M" "$BX" <<'PY'
 import ctypes, ctypes.util, errno, os, sys, time
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
@@ -106,7 +106,7 @@ print(len(bad), *bad[:3])
 PY
 )
 touch "$stop"
-for p in $p1 $p2 $p3 $p4; do timeout -s KILL 30 tail --pid="$p" -f /dev/null; kill -9 "$p" 2> /dev/null; wait "$p" 2> /dev/null; done
+for p in $p1 $p2 $p3 $p4; do timeout -s KILL $(t_limit 30) tail --pid="$p" -f /dev/null; kill -9 "$p" 2> /dev/null; wait "$p" 2> /dev/null; done
 echo 0 > "$DELAY"
 is "A: 200 add=bx=rw / del=bx cycles" "$res" 0
 is "A: the read-only branches (and bx) were never written to" "$(diff <(echo "$before") <(state) | head -5)" ""

@@ -142,7 +142,7 @@ n0=$(cat "$dbg" 2>/dev/null || echo none)
 (cd / && while :; do ls "$G/m" "$G/m/d" > /dev/null 2>&1; cat "$G/m/top" > /dev/null 2>&1
 	stat "$G/m/d/e/f" "$G/m" > /dev/null 2>&1; done) &
 walker=$!
-ok_gen=$(timeout -s KILL 150 python3 - "$G/m" <<'PY'
+ok_gen=$(timeout -s KILL $(t_limit 150) python3 - "$G/m" <<'PY'
 import ctypes, ctypes.util, sys
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
@@ -190,7 +190,7 @@ worker() {
 }
 worker & w1=$!
 worker & w2=$!
-fails=$(timeout -s KILL 150 python3 - "$R/m" "$R/b1" <<'PY'
+fails=$(timeout -s KILL $(t_limit 150) python3 - "$R/m" "$R/b1" <<'PY'
 import ctypes, ctypes.util, errno, os, sys
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,

@@ -191,7 +191,7 @@ own_changes() {	# own_changes MODE
 	find "$M" > /dev/null
 	i=0
 	for k in create rename remove copyup; do
-		timeout -s KILL 150 python3 "$T/worker.py" $k "$M" $i "$OPS" > "$d/w$i.out" 2>&1 &
+		timeout -s KILL $(t_limit 150) python3 "$T/worker.py" $k "$M" $i "$OPS" > "$d/w$i.out" 2>&1 &
 		pids+=($!); i=$((i + 1))
 	done
 	for i in 0 1 2 3; do wait "${pids[$i]}" || rc=1; done

@@ -12,7 +12,7 @@ command -v bpftrace > /dev/null || { not_ok "bpftrace installed (make deps)"; fi
 check "unionfs.ko ($UNIONFS_KO) carries a .BTF section" bash -c "readelf -S '$UNIONFS_KO' | grep -q ' \.BTF '"
 check "the kernel registered it: /sys/kernel/btf/unionfs" test -s /sys/kernel/btf/unionfs
 is "no BTF complaint from the kernel at load" "$(dmesg | grep -iE 'BTF.*unionfs|unionfs.*BTF' | grep -iE 'fail|invalid|mismatch')" ""
-lv=$(timeout 120 bpftrace -lv 'kfunc:unionfs:unionfs_d_revalidate' 2>&1)
+lv=$(timeout $(t_limit 120) bpftrace -lv 'kfunc:unionfs:unionfs_d_revalidate' 2>&1)
 check "bpftrace lists kfunc:unionfs:unionfs_d_revalidate with typed arguments" \
 	grep -qE '^ +struct dentry \* dentry$' <<< "$lv"
 
