@@ -137,6 +137,9 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 	t = unionfs_new_target(dentry, bt, limit);
 	if (t < 0)
 		return t;
+	/* a hard link goes exactly where link chose: its source is there */
+	if (n->link && t != limit)
+		return -EAGAIN;
 	unionfs_race_window();
 	lparent = unionfs_lower_dentry_at(dentry->d_parent, bt, t);
 	if (IS_ERR_OR_NULL(lparent))
@@ -320,48 +323,72 @@ out_dput:
 	return err;
 }
 
+/*
+ * link(2): the new name is made in one branch with the source, so that
+ * branch must be writable and at or above both the source's winner (the
+ * source is copied up to it) and the new name's parent (which must not
+ * hide it: a new name goes at or above its parent, as for create). Before,
+ * only the source counted: with the parent higher up, create put the name
+ * in another branch than the source and the branch fs said EXDEV.
+ */
 static int unionfs_link(struct dentry *old, struct inode *dir,
 			struct dentry *new)
 {
 	struct unionfs_inode_info *ui = UNIONFS_I(d_inode(old));
 	struct unionfs_new n = { .mode = d_inode(old)->i_mode };
-	int b, ob, err;
+	int b, ob, pb, pe, tries, err;
 
 	/*
 	 * The source must be on the branch the link is made in. Its range is
 	 * read, copied up and its branch dentry taken under its cu_lock, so
-	 * that a copy-up in flight cannot change the plan in between.
+	 * that a copy-up in flight cannot change the plan in between. The
+	 * parent can still move up (a copy-up for a name below it): create
+	 * then says -EAGAIN and the plan is made again, a bounded number of
+	 * times (each retry follows a copy-up, which only moves up).
 	 */
 	mutex_lock(&ui->cu_lock);
-	unionfs_get_range(old, &ob, &b);
-	err = ob < 0 ? -ESTALE : 0;
-	if (!err) {
-		b = unionfs_nearest_writable(unionfs_dbt(old), ob);
-		err = b < 0 ? b : 0;
-	}
-	/*
-	 * An O_TMPFILE file (nlink 0, and I_LINKABLE, or the VFS would have
-	 * refused) exists in its branch only, without a name to copy up (nor
-	 * one to look up again after a branch change): it is linked there,
-	 * where its branch inode is I_LINKABLE, or not at all.
-	 */
-	if (!err && !d_inode(old)->i_nlink &&
-	    (b != ob || !UNIONFS_D(new) ||
-	     unionfs_dbt(old) != unionfs_dbt(new)))
-		err = -EXDEV;
-	/* @b is a branch of old's table: the new name must be on it too */
-	if (!err && (!UNIONFS_D(new) || unionfs_dbt(old) != unionfs_dbt(new)))
-		err = -ESTALE;
-	if (!err)
-		err = unionfs_copyup_dentry_held(old, b, "link", -1);
-	if (!err) {
-		n.link = unionfs_lower_dentry_get(old, b);
-		if (!n.link)
+	for (tries = 0; ; tries++) {
+		unionfs_get_range(old, &ob, &b);
+		unionfs_get_range(new->d_parent, &pb, &pe);
+		err = ob < 0 || pb < 0 ? -ESTALE : 0;
+		if (!err) {
+			b = unionfs_nearest_writable(unionfs_dbt(old),
+						     min(ob, pb));
+			err = b < 0 ? b : 0;
+		}
+		/*
+		 * An O_TMPFILE file (nlink 0, and I_LINKABLE, or the VFS would
+		 * have refused) exists in its branch only, without a name to
+		 * copy up (nor one to look up again after a branch change):
+		 * it is linked there, where its branch inode is I_LINKABLE,
+		 * or not at all.
+		 */
+		if (!err && !d_inode(old)->i_nlink &&
+		    (b != ob || !UNIONFS_D(new) ||
+		     unionfs_dbt(old) != unionfs_dbt(new)))
+			err = -EXDEV;
+		/* @b is a branch of old's table: the new name must be too */
+		if (!err && (!UNIONFS_D(new) ||
+			     unionfs_dbt(old) != unionfs_dbt(new)))
 			err = -ESTALE;
-	}
-	if (!err) {
-		err = unionfs_create_object(dir, new, &n, b);
-		dput(n.link);
+		if (!err)
+			err = unionfs_copyup_dentry_held(old, b, "link", -1);
+		if (!err) {
+			n.link = unionfs_lower_dentry_get(old, b);
+			if (!n.link)
+				err = -ESTALE;
+		}
+		if (!err) {
+			err = unionfs_create_object(dir, new, &n, b);
+			dput(n.link);
+			n.link = NULL;
+		}
+		if (err != -EAGAIN)
+			break;
+		if (tries >= 3) {
+			err = -ESTALE;
+			break;
+		}
 	}
 	if (!err) {
 		struct dentry *ld = unionfs_lower_dentry_get(new, b);

@@ -124,6 +124,29 @@ run_case() {
 run_case tmpfs
 run_case ext4
 
+# link(2) where the new name's directory is higher than the source (udiff seed 3028): the
+# link is made at or above both, the source copied up there; before, EXDEV
+L=$T/link
+mkdir -p "$L/m"
+branch_fs tmpfs "$L" 4 || not_ok "link up: make branches"
+echo f > "$L/b3/f"
+mkdir -p "$L/b1/d"
+check "link up: mount" mount -i -t unionfs -o "dirs=$L/b0=rw:$L/b1=ro:$L/b2=rw:$L/b3=rw" none "$L/m"
+check "link up: mkdir c (in b0)" mkdir "$L/m/c"
+check "link up: ln f c/f (f in b3, c in b0)" ln "$L/m/f" "$L/m/c/f"
+check "link up: ln f d/g (d in ro b1 only)" ln "$L/m/f" "$L/m/d/g"
+links_same() {	# st_ino and st_nlink of f, c/f, d/g; and the three are one file
+	echo x >> "$L/m/c/f"
+	echo "$(stat -c '%i %h' "$L/m/f" "$L/m/c/f" "$L/m/d/g" | sort -u | wc -l)" \
+		"$(stat -c %h "$L/m/f")" "$(cat "$L/m/d/g" | tr '\n' ' ')"
+}
+is "link up: one inode, nlink 3, one content" "$(links_same)" "1 3 f x "
+is "link up: all three names in b0" "$(stat -c %h "$L/b0/f" "$L/b0/c/f" "$L/b0/d/g" 2>&1 | tr '\n' ' ')" "3 3 3 "
+check "link up: umount" umount "$L/m"
+check "link up: mount again" mount -i -t unionfs -o "dirs=$L/b0=rw:$L/b1=ro:$L/b2=rw:$L/b3=rw" none "$L/m"
+is "link up: after remount: one inode, nlink 3, one content" "$(links_same)" "1 3 f x x "
+check "link up: umount" umount "$L/m"
+
 # the race: two appends through two names of one lower group, 200 groups
 D=$T/race
 mkdir -p "$D/m"
