@@ -25,6 +25,7 @@ struct unionfs_new {
 	dev_t rdev;
 	const char *symname;
 	struct dentry *link;	/* lower dentry to hard-link, or NULL */
+	struct unionfs_btable *link_bt;	/* the table its branch is of */
 };
 
 static int unionfs_create_lower(struct unionfs_btable *bt, int t,
@@ -92,9 +93,10 @@ static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
  * below @parent; copies up parents. The parent's range and table are
  * read from one info: a parent rebuilt on another table (a branch change,
  * a refresh) is -ESTALE, here or where its lower directory is read.
+ * @exact (link): @limit itself, the parent copied there, up or down.
  */
 static int unionfs_new_target(struct dentry *dentry, struct unionfs_btable *bt,
-			      int limit)
+			      int limit, bool exact)
 {
 	struct dentry *parent = dentry->d_parent;
 	struct unionfs_dentry_info *pud = unionfs_dinfo_get(parent);
@@ -108,6 +110,8 @@ static int unionfs_new_target(struct dentry *dentry, struct unionfs_btable *bt,
 	unionfs_dinfo_put(pud);
 	if (pstart < 0)
 		return -ESTALE;
+	if (exact)
+		return unionfs_copyup_parents(dentry, bt, limit) ?: limit;
 	t = unionfs_nearest_writable(bt, min(pstart, limit));
 	if (t < 0)
 		return t;
@@ -134,12 +138,15 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		return -ESTALE;
 	bt = ud->bt;
 	bwh = ud->bwh;
-	t = unionfs_new_target(dentry, bt, limit);
+	/* a hard link goes exactly where link chose: its source is there */
+	if (n->link && bt != n->link_bt)
+		return -ESTALE;
+	t = unionfs_new_target(dentry, bt, limit, n->link);
 	if (t < 0)
 		return t;
-	/* a hard link goes exactly where link chose: its source is there */
-	if (n->link && t != limit)
-		return -EAGAIN;
+	/* a whiteout above @t would hide it: the plan raced a change */
+	if (n->link && bwh >= 0 && bwh < t)
+		return 1;	/* unionfs_link plans again */
 	unionfs_race_window();
 	lparent = unionfs_lower_dentry_at(dentry->d_parent, bt, t);
 	if (IS_ERR_OR_NULL(lparent))
@@ -280,7 +287,7 @@ static int unionfs_tmpfile(struct user_namespace *mnt_userns,
 		return -ENOMEM;
 	bt = ud->bt;
 	dentry->d_fsdata = ud;	/* freed with @dentry (unionfs_d_release) */
-	t = unionfs_new_target(dentry, bt, INT_MAX);
+	t = unionfs_new_target(dentry, bt, INT_MAX, false);
 	if (t < 0)
 		return t;
 	lparent = unionfs_lower_dentry_at(dentry->d_parent, bt, t);
@@ -324,38 +331,71 @@ out_dput:
 }
 
 /*
- * link(2): the new name is made in one branch with the source, so that
- * branch must be writable and at or above both the source's winner (the
- * source is copied up to it) and the new name's parent (which must not
- * hide it: a new name goes at or above its parent, as for create). Before,
- * only the source counted: with the parent higher up, create put the name
- * in another branch than the source and the branch fs said EXDEV.
+ * Where link(2) makes the new name (the source's copy must be in the same
+ * branch): in the nearest writable branch at or above the source's winner
+ * (where a read-only source, or its link group's index entry, goes), the
+ * new name's parent copied there, up or down, as rename does. Where the
+ * name would be hidden there (a whiteout or an opaque directory above),
+ * higher: at or above its parent's top and its whiteout, the source
+ * copied up, but only a source with one name: copying one with others
+ * would leave them behind (another file), and a group's index entry has
+ * one place. EXDEV then, as before. Caller holds old's cu_lock.
  */
+static int unionfs_link_plan(struct dentry *old, struct dentry *new,
+			     struct unionfs_btable *bt, int *target)
+{
+	struct unionfs_dentry_info *nud = unionfs_dinfo_get(new);
+	struct unionfs_dentry_info *pud = unionfs_dinfo_get(new->d_parent);
+	int ob, oe, pstart, pend, nbwh, b, err;
+
+	err = !nud || !pud || nud->bt != bt || pud->bt != bt ? -ESTALE : 0;
+	if (!err) {
+		unionfs_get_range(old, &ob, &oe);
+		unionfs_ud_range(pud, &pstart, &pend);
+		nbwh = READ_ONCE(nud->bwh);
+		err = ob < 0 || pstart < 0 ? -ESTALE : 0;
+	}
+	unionfs_dinfo_put(pud);
+	unionfs_dinfo_put(nud);
+	if (err)
+		return err;
+	b = unionfs_nearest_writable(bt, ob);
+	if (b < 0)
+		return b;
+	if (nbwh < 0 || nbwh >= b) {
+		err = unionfs_copyup_parents(new, bt, b);
+		if (err != -EXDEV) {
+			*target = b;
+			return err;
+		}
+	}
+	/* hidden at @b: higher, with a copy of a one-name source */
+	if (d_inode(old)->i_nlink != 1)
+		return -EXDEV;
+	b = unionfs_nearest_writable(bt, min3(ob, pstart,
+					      nbwh < 0 ? INT_MAX : nbwh));
+	*target = b;
+	return b < 0 ? b : 0;
+}
+
 static int unionfs_link(struct dentry *old, struct inode *dir,
 			struct dentry *new)
 {
 	struct unionfs_inode_info *ui = UNIONFS_I(d_inode(old));
 	struct unionfs_new n = { .mode = d_inode(old)->i_mode };
-	int b, ob, pb, pe, tries, err;
+	int b, ob, oe, tries, err;
 
 	/*
 	 * The source must be on the branch the link is made in. Its range is
 	 * read, copied up and its branch dentry taken under its cu_lock, so
-	 * that a copy-up in flight cannot change the plan in between. The
-	 * parent can still move up (a copy-up for a name below it): create
-	 * then says -EAGAIN and the plan is made again, a bounded number of
-	 * times (each retry follows a copy-up, which only moves up).
+	 * that a copy-up in flight cannot change the plan in between. What
+	 * the new name's side can still change (a whiteout made above it)
+	 * makes create return 1: planned again, at most twice more.
 	 */
 	mutex_lock(&ui->cu_lock);
+	n.link_bt = unionfs_dbt(old);
 	for (tries = 0; ; tries++) {
-		unionfs_get_range(old, &ob, &b);
-		unionfs_get_range(new->d_parent, &pb, &pe);
-		err = ob < 0 || pb < 0 ? -ESTALE : 0;
-		if (!err) {
-			b = unionfs_nearest_writable(unionfs_dbt(old),
-						     min(ob, pb));
-			err = b < 0 ? b : 0;
-		}
+		err = unionfs_link_plan(old, new, n.link_bt, &b);
 		/*
 		 * An O_TMPFILE file (nlink 0, and I_LINKABLE, or the VFS would
 		 * have refused) exists in its branch only, without a name to
@@ -363,14 +403,11 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 		 * it is linked there, where its branch inode is I_LINKABLE,
 		 * or not at all.
 		 */
-		if (!err && !d_inode(old)->i_nlink &&
-		    (b != ob || !UNIONFS_D(new) ||
-		     unionfs_dbt(old) != unionfs_dbt(new)))
-			err = -EXDEV;
-		/* @b is a branch of old's table: the new name must be too */
-		if (!err && (!UNIONFS_D(new) ||
-			     unionfs_dbt(old) != unionfs_dbt(new)))
-			err = -ESTALE;
+		if (!err && !d_inode(old)->i_nlink) {
+			unionfs_get_range(old, &ob, &oe);
+			if (b != ob)
+				err = -EXDEV;
+		}
 		if (!err)
 			err = unionfs_copyup_dentry_held(old, b, "link", -1);
 		if (!err) {
@@ -383,9 +420,9 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 			dput(n.link);
 			n.link = NULL;
 		}
-		if (err != -EAGAIN)
+		if (err != 1)
 			break;
-		if (tries >= 3) {
+		if (tries == 2) {
 			err = -ESTALE;
 			break;
 		}

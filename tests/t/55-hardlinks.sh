@@ -125,27 +125,40 @@ run_case tmpfs
 run_case ext4
 
 # link(2) where the new name's directory is higher than the source (udiff seed 3028): the
-# link is made at or above both, the source copied up there; before, EXDEV
+# link goes where the source is (its directory copied there, as rename does), and the
+# source's other names stay the same file; before, EXDEV. Only where the new name would be
+# hidden there (a whiteout above) does a one-name source move up; one with other names
+# gets EXDEV then (moving it would split them).
 L=$T/link
 mkdir -p "$L/m"
-branch_fs tmpfs "$L" 4 || not_ok "link up: make branches"
-echo f > "$L/b3/f"
-mkdir -p "$L/b1/d"
-check "link up: mount" mount -i -t unionfs -o "dirs=$L/b0=rw:$L/b1=ro:$L/b2=rw:$L/b3=rw" none "$L/m"
-check "link up: mkdir c (in b0)" mkdir "$L/m/c"
-check "link up: ln f c/f (f in b3, c in b0)" ln "$L/m/f" "$L/m/c/f"
-check "link up: ln f d/g (d in ro b1 only)" ln "$L/m/f" "$L/m/d/g"
-links_same() {	# st_ino and st_nlink of f, c/f, d/g; and the three are one file
+branch_fs tmpfs "$L" 4 || not_ok "link: make branches"
+echo f > "$L/b3/f"; ln "$L/b3/f" "$L/b3/f2"
+echo s > "$L/b3/s"
+mkdir -p "$L/b1/d"; echo w > "$L/b1/w"; echo w2 > "$L/b1/w2"
+LDIRS="dirs=$L/b0=rw:$L/b1=ro:$L/b2=rw:$L/b3=rw"
+check "link: mount" mount -i -t unionfs -o "$LDIRS" none "$L/m"
+check "link: mkdir c (in b0)" mkdir "$L/m/c"
+check "link: ln f c/f (f, f2 in b3, c in b0)" ln "$L/m/f" "$L/m/c/f"
+check "link: ln f d/g (d in ro b1 only)" ln "$L/m/f" "$L/m/d/g"
+links_same() {	# f, f2, c/f, d/g: one inode and count; one content
 	echo x >> "$L/m/c/f"
-	echo "$(stat -c '%i %h' "$L/m/f" "$L/m/c/f" "$L/m/d/g" | sort -u | wc -l)" \
-		"$(stat -c %h "$L/m/f")" "$(cat "$L/m/d/g" | tr '\n' ' ')"
+	echo "$(stat -c '%i %h' "$L/m/f" "$L/m/f2" "$L/m/c/f" "$L/m/d/g" | sort -u | wc -l)" \
+		"$(stat -c %h "$L/m/f")" "$(cat "$L/m/f2" | tr '\n' ' ')"
 }
-is "link up: one inode, nlink 3, one content" "$(links_same)" "1 3 f x "
-is "link up: all three names in b0" "$(stat -c %h "$L/b0/f" "$L/b0/c/f" "$L/b0/d/g" 2>&1 | tr '\n' ' ')" "3 3 3 "
-check "link up: umount" umount "$L/m"
-check "link up: mount again" mount -i -t unionfs -o "dirs=$L/b0=rw:$L/b1=ro:$L/b2=rw:$L/b3=rw" none "$L/m"
-is "link up: after remount: one inode, nlink 3, one content" "$(links_same)" "1 3 f x x "
-check "link up: umount" umount "$L/m"
+is "link: f, f2, c/f, d/g: one inode, nlink 4, one content" "$(links_same)" "1 4 f x "
+is "link: all four names in b3, where f was" \
+	"$(stat -c %h "$L/b3/f" "$L/b3/f2" "$L/b3/c/f" "$L/b3/d/g" 2>&1 | tr '\n' ' ')" "4 4 4 4 "
+check "link: rm w (whiteout in b0)" rm "$L/m/w"
+check "link: rm w2 (whiteout in b0)" rm "$L/m/w2"
+check "link: ln s w (one name, w whited out in b0): s moves up" ln "$L/m/s" "$L/m/w"
+is "link: s and w: one inode, nlink 2, in b0" \
+	"$(stat -c '%i %h' "$L/m/s" "$L/m/w" | sort -u | wc -l) $(stat -c %h "$L/b0/s" "$L/b0/w" 2>&1 | tr '\n' ' ')" "1 2 2 "
+check_fail "link: ln f w2 (f has other names, w2 whited out above it): EXDEV" EXDEV ln "$L/m/f" "$L/m/w2"
+is "link: f keeps its 4 names after the refusal" "$(stat -c %h "$L/m/f") $(ls "$L/m/w2" 2>&1 | grep -c 'No such')" "4 1"
+check "link: umount" umount "$L/m"
+check "link: mount again" mount -i -t unionfs -o "$LDIRS" none "$L/m"
+is "link: after remount: one inode, nlink 4, one content" "$(links_same)" "1 4 f x x "
+check "link: umount" umount "$L/m"
 
 # the race: two appends through two names of one lower group, 200 groups
 D=$T/race
