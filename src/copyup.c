@@ -844,7 +844,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	struct dentry *src, *lparent, *newld;
 	const struct cred *old;
 	loff_t copied = 0, size;
-	bool top, opaque = false, group;
+	bool top, opaque = false, group, ixl = false;
 	int b, bend, err;
 	u64 t0;
 
@@ -917,13 +917,25 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		}
 		spin_unlock(&ud->lock);
 		err = unionfs_inode_set_vec(inode, ud);
-		/* the other names of a link group follow (index.c) */
-		if (top && group)
+		/*
+		 * The other names of a link group follow (index.c). From
+		 * here to the rekey, a lookup of one of them finds the index
+		 * entry while this inode is hashed by the lower member: the
+		 * mount's ix_lock keeps it from making a second inode
+		 * (unionfs_iget_group).
+		 */
+		ixl = top && group;
+		if (ixl) {
+			unionfs_race_window();
+			mutex_lock(&UNIONFS_SB(sb)->ix_lock);
 			group = unionfs_index_copied_up(dentry, src, t, newld);
+		}
 		if (top)
 			unionfs_inode_rekey(inode, d_inode(newld),
 					    unionfs_br(bt, t),
 					    group ? NULL : dentry);
+		if (ixl)
+			mutex_unlock(&UNIONFS_SB(sb)->ix_lock);
 		/* our own change of the parent's lower directory */
 		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
 			   unionfs_dir_snap(d_inode(parent)));

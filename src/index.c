@@ -205,6 +205,7 @@ void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
 		return;	/* an error: the lower name, as without an index */
 	ud->lower[t] = ix;
 	ud->bstart = t;
+	ud->ixfound = true;	/* unionfs_iget: the group's one inode */
 	if (trace_unionfs_index_enabled()) {
 		char nm[NAME_MAX + 1];
 

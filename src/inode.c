@@ -745,33 +745,33 @@ static int unionfs_inode_set(struct inode *inode, void *data)
 	return 0;
 }
 
-struct inode *unionfs_iget(struct super_block *sb,
-			   struct unionfs_dentry_info *ud)
+/* A known object: follow the branches of this lookup. */
+static struct inode *unionfs_iget_follow(struct inode *inode,
+					 struct unionfs_dentry_info *ud)
 {
-	struct inode *key, *inode;
+	/* usually the ones it has: keep its vector then (notify marks, perms) */
+	int err = unionfs_vec_same(inode, ud) ? 0 :
+		  unionfs_inode_set_vec(inode, ud);
+
+	if (err) {
+		iput(inode);
+		return ERR_PTR(err);
+	}
+	return inode;
+}
+
+static struct inode *unionfs_iget_new(struct super_block *sb,
+				      struct unionfs_dentry_info *ud)
+{
+	struct inode *key = d_inode(ud->lower[ud->bstart]), *inode;
 	int err;
 
-	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
-		return ERR_PTR(-EIO);
-	key = d_inode(ud->lower[ud->bstart]);
 	inode = iget5_locked(sb, (unsigned long)key, unionfs_inode_test,
 			     unionfs_inode_set, key);
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
-	if (!(inode->i_state & I_NEW)) {
-		/*
-		 * A known object: follow the branches of this lookup. Usually
-		 * they are the ones it has: keep its vector then (with the
-		 * notify marks and the permission cache).
-		 */
-		err = unionfs_vec_same(inode, ud) ? 0 :
-		      unionfs_inode_set_vec(inode, ud);
-		if (err) {
-			iput(inode);
-			return ERR_PTR(err);
-		}
-		return inode;
-	}
+	if (!(inode->i_state & I_NEW))
+		return unionfs_iget_follow(inode, ud);
 	err = unionfs_inode_init(inode, ud);
 	if (err) {
 		iget_failed(inode);
@@ -779,4 +779,55 @@ struct inode *unionfs_iget(struct super_block *sb,
 	}
 	unlock_new_inode(inode);
 	return inode;
+}
+
+/*
+ * A name whose winner is its link group's index entry (unionfs_index_lookup)
+ * while another name's copy-up made that entry and has yet to rekey its
+ * union inode to it (__unionfs_copyup_locked): that inode is still hashed
+ * by the lower member. It is looked for by that first, under the mount's
+ * ix_lock, which the rekey takes too, so the group never gets a second
+ * union inode (before, this name kept one until its dentry was dropped:
+ * POSIX locks through the two names did not conflict). Found idle, the
+ * inode missed its rekey (a copy-up that failed after making the entry):
+ * it is rekeyed here.
+ */
+static struct inode *unionfs_iget_group(struct super_block *sb,
+					struct unionfs_dentry_info *ud)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	struct inode *li = NULL, *inode = NULL;
+	int b;
+
+	for (b = ud->bstart + 1; b <= ud->bend && !li; b++)
+		if (ud->lower[b])
+			li = d_inode(ud->lower[b]);
+	mutex_lock(&sbi->ix_lock);
+	if (li)
+		inode = ilookup5(sb, (unsigned long)li, unionfs_inode_test, li);
+	if (inode) {
+		struct unionfs_inode_info *ui = UNIONFS_I(inode);
+
+		inode = unionfs_iget_follow(inode, ud);
+		if (!IS_ERR(inode) && mutex_trylock(&ui->cu_lock)) {
+			unionfs_inode_rekey(inode, d_inode(ud->lower[ud->bstart]),
+					    unionfs_br(ud->bt, ud->bstart),
+					    NULL);
+			mutex_unlock(&ui->cu_lock);
+		}
+	} else {
+		inode = unionfs_iget_new(sb, ud);
+	}
+	mutex_unlock(&sbi->ix_lock);
+	return inode;
+}
+
+struct inode *unionfs_iget(struct super_block *sb,
+			   struct unionfs_dentry_info *ud)
+{
+	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
+		return ERR_PTR(-EIO);
+	if (ud->ixfound)
+		return unionfs_iget_group(sb, ud);
+	return unionfs_iget_new(sb, ud);
 }

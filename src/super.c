@@ -634,6 +634,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	atomic64_set(&sbi->tmp_seq, get_random_u64() >> 2);
 	unionfs_tmp_register(sbi);	/* leftovers: copyup.c */
 	mutex_init(&sbi->bt_lock);
+	mutex_init(&sbi->ix_lock);
 	mutex_init(&sbi->nmutex);
 	spin_lock_init(&sbi->actor_lock);
 	INIT_LIST_HEAD(&sbi->actors);

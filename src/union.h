@@ -18,6 +18,9 @@
  *      it (unionfs_copyup_dir: one at a time, subclass UNIONFS_CU_ANCESTOR).
  *      Never the other way round: nothing holding an ancestor's cu_lock
  *      waits for a descendant's.
+ *   3a. the mount's ix_lock (index.c): a link group's union inode found
+ *      through its index entry, or rekeyed to it after the group's copy-up.
+ *      Inside it, a cu_lock only with mutex_trylock.
  *   4. the branch's freeze protection (mnt_want_write or, per data chunk
  *      of a copy-up, file_start_write): one level at a time, never nested
  *      on one branch superblock.
@@ -190,6 +193,7 @@ struct unionfs_sb_info {
 	struct super_block *sb;
 	struct unionfs_btable __rcu *bt;	/* current table */
 	struct mutex bt_lock;		/* serializes table changes */
+	struct mutex ix_lock;		/* link group inodes (index.c) */
 	atomic_t generation;
 	const struct cred *creator_cred;
 	int next_branch_id;
@@ -240,6 +244,7 @@ struct unionfs_dentry_info {
 	int bend;		/* last branch contributing */
 	int bopaque;		/* branch whose dir is opaque, -1 if none */
 	int bwh;		/* branch whose whiteout hid the name, or -1 */
+	bool ixfound;		/* the winner is a group's index entry */
 	int generation;
 	u64 psnap;		/* parent's lower dirs' ctimes at lookup */
 	long nseq;		/* coherency=notify: sbi->nseq when checked */
@@ -760,7 +765,9 @@ static inline int unionfs_fault(enum unionfs_fault_site_id site)
  * debugfs race_delay_us: a sleep (at most 100 ms) where an operation has
  * decided a branch index on one branch table and has yet to read a
  * dentry's lower dentry for it (create, unlink, copy-up), to widen the
- * window that a concurrent branch change must hit (tests/t/63).
+ * window that a concurrent branch change must hit (tests/t/63); and in a
+ * link group's copy-up between the index entry's publish and the union
+ * inode's rekey (tests/t/58).
  */
 extern unsigned int unionfs_race_delay_us;
 void unionfs_race_window_slow(void);
