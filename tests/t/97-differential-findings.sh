@@ -7,7 +7,8 @@
 #  3. names hard-linked on a read-only branch stop being one file after a copy-up of one name
 #     (chown through one name; the other keeps the old owner) - the partition differs.
 #  4. st_nlink of a file counts names hidden in its branch (shadowed or whited out): the
-#     documented difference (docs/concepts.md hard links), allowed by udiff only within bounds.
+#     documented difference (docs/concepts.md hard links), allowed by udiff only within bounds
+#     (a branch's count at the path, or for a copied-up group the lower group's count).
 #  5. no false direct-modification report after a copy-up (udiff class hazard-dir_changed),
 #  6. nor after a directory rename or an opaque parent copy-up.
 # The seeds that found them run in 96 (CLEAN_SEEDS).
@@ -63,6 +64,20 @@ check "udiff compare reports it as ALLOWED nlink-hidden-names" bash -c "$UD comp
 check_fail "udiff compare without the branches reports the st_nlink difference" "tree-nlink" $UD compare "$D/u" "$D/ref"
 both 0 '["unlink", "b/b/a"]'
 same "after unlink of b/b/a: no difference left (d in b0 is another file)"
+
+# ... and after a rename copies up a name of a lower group whose other names are hidden (seed
+# 3020): the union counts the lower group's names (trusted.unionfs.origin), udiff follows it
+setup 3
+ent b0 '["file", "b", 420, 1000, 1000, 2136, 175355069, 0]'
+ent b1 '["file", "a/c/a", 438, 0, 0, 396, 194100620, 0]'
+ent b1 '["link", "b/e", 0, 0, 0, "a/c/a"]'
+ent b1 '["link", "b/d/c", 0, 1000, 1000, "a/c/a"]'
+ent b2 '["file", "e/a/c", 511, 1000, 1000, 2688, 478850186, 0]'
+union "$D/b0=rw:$D/b1=ro:$D/b2=ro"
+both 0 '["rename", "a/c/a", "e/b", 0]'
+is "st_nlink of e/b after the rename: the lower group's 3 names" "$(stat -c %h "$D/u/e/b")" 3
+check "udiff compare: the only difference is ALLOWED nlink-hidden-names (seed 3020)" bash -c "$UD compare '$D/u' '$D/ref' '$D'/b[0-9] | grep -q '^ALLOWED nlink-hidden-names: 1$'"
+check_fail "udiff compare without the branches reports it" "tree-nlink" $UD compare "$D/u" "$D/ref"
 
 # 5. no false direct-modification report after a copy-up (seeds 11, 13, 14): utime, or an
 #    O_TRUNC write, copies e/c up; the next look at it must not count a branch change

@@ -90,14 +90,41 @@ def nlink_hidden(branches, rel, nu, nr):
     if not branches or not isinstance(nu, int) or not isinstance(nr, int) or not nr < nu:
         return False
     top = 0
-    for b in branches:
+    for i, b in enumerate(branches):
         try:
             x = os.lstat(os.path.join(b, rel))
         except OSError:
             continue
         if not stat.S_ISDIR(x.st_mode):
-            top = max(top, x.st_nlink)
+            top = max(top, x.st_nlink, group_nlink(branches[i + 1:], b, rel, x))
     return nu <= top
+
+
+def group_nlink(lower, b, rel, x):
+    """the count the union gives a name of a copied-up link group (docs/concepts.md "Hard
+    links"): its lower inode's names (trusted.unionfs.origin of the index entry, which rel
+    is a link of in branch b: inode number, little endian) plus the names made in b since,
+    besides the index entry; 0 when rel is no such name"""
+    if not stat.S_ISREG(x.st_mode) or x.st_nlink < 2:
+        return 0
+    try:
+        o = os.getxattr(os.path.join(b, rel), "trusted.unionfs.origin", follow_symlinks=False)
+    except OSError:
+        return 0
+    if len(o) < 8:
+        return 0
+    ino = int.from_bytes(o[:8], "little")
+    best = 0
+    for lb in lower:
+        for d, dirs, files in os.walk(lb):
+            for f in files:
+                try:
+                    y = os.lstat(os.path.join(d, f))
+                except OSError:
+                    continue
+                if y.st_ino == ino and stat.S_ISREG(y.st_mode):
+                    best = max(best, y.st_nlink)
+    return best + x.st_nlink - 2 if best else 0
 
 
 def stat_nlink_allowed(env, op, ru, rr):
