@@ -444,6 +444,8 @@ struct dentry *unionfs_index_create(struct unionfs_btable *bt, int t,
 		err = unionfs_do_link(bt, t, tmp, d_inode(dir), e);
 	if (!err && d_really_is_negative(e))
 		err = -EIO;
+	if (!err)	/* cached listings' d_ino of the group (readdir.c) */
+		atomic64_inc(&UNIONFS_SB(bt->sb)->ixseq);
 	inode_unlock(d_inode(dir));
 	dput(dir);
 	if (err) {
@@ -463,6 +465,7 @@ void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e)
 	inode_lock_nested(d_inode(dir), I_MUTEX_PARENT);
 	if (e->d_parent == dir && !d_unhashed(e) && d_really_is_positive(e))
 		unionfs_do_unlink(bt, t, d_inode(dir), e);
+	atomic64_inc(&UNIONFS_SB(bt->sb)->ixseq);
 	inode_unlock(d_inode(dir));
 	dput(dir);
 }

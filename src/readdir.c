@@ -44,6 +44,8 @@ struct unionfs_rdcache {
 	u64 version;		/* ui->dir_version it was built at */
 	u64 snap;		/* lower dirs' ctimes it was built at */
 	int gen;		/* branch table generation */
+	u64 ixseq;		/* sbi->ixseq it was built at */
+	bool ixdep;		/* has names a group's index may renumber */
 	refcount_t ref;		/* open files + the inode's cache slot */
 };
 
@@ -191,6 +193,28 @@ append:
  * Build the merged listing of the union directory @dentry. With @clean,
  * the leftover temporaries seen in writable branches are removed.
  */
+/*
+ * Can a group copy-up renumber one of the entries [@n0, n) that branch @b
+ * gave (d_ino of a link group is its index entry's, index.c)? Regular files
+ * of a read-only branch with a writable one above: such a listing is not
+ * reused once an index entry was made or removed (sbi->ixseq), wherever
+ * the group's other names are (their directory does not change).
+ */
+static bool unionfs_rd_ixdep(struct unionfs_btable *bt, int b,
+			     struct unionfs_rdcache *rdc, unsigned long n0)
+{
+	unsigned long i;
+
+	if (b <= 0 || unionfs_branch_writable(bt, b) ||
+	    unionfs_nearest_writable(bt, b) < 0)
+		return false;
+	for (i = n0; i < rdc->n; i++)
+		if (rdc->ents[i]->type == DT_REG ||
+		    rdc->ents[i]->type == DT_UNKNOWN)
+			return true;
+	return false;
+}
+
 static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 						bool clean)
 {
@@ -219,6 +243,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 	rdc->version = UNIONFS_I(d_inode(dentry))->dir_version;
 	rdc->snap = unionfs_dir_snap(d_inode(dentry));
 	rdc->gen = bt->gen;
+	rdc->ixseq = atomic64_read(&UNIONFS_SB(sb)->ixseq);
 	rd.rdc = rdc;
 
 	unionfs_ud_range(ud, &bstart, &bend);
@@ -260,6 +285,8 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 			unionfs_nowh_record(d_inode(dentry), bt, b, ldir,
 					    stamp & ~(u64)rd.whseen);
 		fput(f);
+		if (!err && !rdc->ixdep)
+			rdc->ixdep = unionfs_rd_ixdep(bt, b, rdc, n0);
 		/* names of link groups: their index entry's number (index.c) */
 		ixt = err ? -1 : unionfs_index_over(bt, b);
 		for (i = n0; ixt >= 0 && i < rdc->n; i++) {
@@ -332,6 +359,8 @@ static struct unionfs_rdcache *unionfs_rd_cached(struct dentry *dentry)
 		return NULL;
 	if (rdc->version != ui->dir_version ||
 	    rdc->gen != unionfs_dentry_gen(dentry) ||
+	    (rdc->ixdep &&
+	     rdc->ixseq != atomic64_read(&UNIONFS_SB(inode->i_sb)->ixseq)) ||
 	    (UNIONFS_SB(inode->i_sb)->coherency != UNIONFS_COH_NONE &&
 	     rdc->snap != unionfs_dir_snap(inode))) {
 		unionfs_rdcache_put(rdc);

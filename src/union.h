@@ -198,6 +198,7 @@ struct unionfs_sb_info {
 	const struct cred *creator_cred;
 	int next_branch_id;
 	atomic64_t tmp_seq;	/* for temporary names */
+	atomic64_t ixseq;	/* index entries made or removed (readdir.c) */
 	u64 tmp_start;		/* tmp_seq at mount: ours are above */
 	struct list_head tmp_live;	/* on the list of live ranges */
 	atomic_long_t ndinfo;		/* live dentry infos (debugfs) */

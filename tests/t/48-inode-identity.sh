@@ -147,6 +147,24 @@ check "remount,del the new branches" mount -i -o "remount,del=$D/n1,del=$D/n2" "
 is "after del: numbers unchanged" "$(ids "$M")" "$after"
 check "umount" umount "$M"
 
+# d_ino of a link group's name in a directory listed (and its listing cached) before a copy-up
+# through a name in another directory: the group's number changes to its index entry's, and
+# that directory did not change (udiff seeds 3016, 3018, 3050: before, the old number stayed)
+G=$T/grp
+mkdir -p "$G/m"
+branch_fs tmpfs "$G" 2 || { not_ok "make branches"; finish; }
+mkdir -p "$G/b0/x" "$G/b1/x" "$G/b1/y"
+echo g > "$G/b1/x/f"; ln "$G/b1/x/f" "$G/b1/y/g"; echo h > "$G/b1/x/h"
+check "group: mount" mount -i -t unionfs -o "dirs=$G/b0=rw:$G/b1=ro" none "$G/m"
+check "group: d_ino == st_ino before the copy-up" dino_check "$G/m"
+old_ino=$(stat -c %i "$G/m/x/f")
+echo more >> "$G/m/y/g"
+is "group: the copy-up through y/g renumbered x/f" \
+	"$([[ $(stat -c %i "$G/m/x/f") != "$old_ino" ]] && echo new)" new
+check "group: d_ino == st_ino in x (listed before the copy-up)" dino_check "$G/m"
+is "group: x/f and y/g one inode" "$(stat -c %i "$G/m/x/f")" "$(stat -c %i "$G/m/y/g")"
+check "group: umount" umount "$G/m"
+
 # uniqueness over many files in 4 branches: N/4 per branch, same names in every branch except
 # the shown ones, so the branch inode numbers overlap
 N=5000
