@@ -930,6 +930,13 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 			mutex_lock(&UNIONFS_SB(sb)->ix_lock);
 			group = unionfs_index_copied_up(dentry, src, t, newld);
 		}
+		/*
+		 * A copy that is no group's (from a writable branch, where
+		 * the group's index is, to a higher one) leaves the group:
+		 * its names no longer count through the index entry.
+		 */
+		if (top && !group)
+			WRITE_ONCE(UNIONFS_I(inode)->ix_lower, -1);
 		if (top)
 			unionfs_inode_rekey(inode, d_inode(newld),
 					    unionfs_br(bt, t),

@@ -160,6 +160,23 @@ check "link: mount again" mount -i -t unionfs -o "$LDIRS" none "$L/m"
 is "link: after remount: one inode, nlink 4, one content" "$(links_same)" "1 4 f x x "
 check "link: umount" umount "$L/m"
 
+# two writable branches: a name of a group, copied up into the upper one of them (its index is
+# in the lower one), is copied as a file of its own (docs/concepts.md "Not covered"); its count
+# must be its own, not the group's (udiff seed 3018: st_nlink 0 for a shown name)
+W=$T/tworw
+mkdir -p "$W/m"
+branch_fs tmpfs "$W" 3 || not_ok "tworw: make branches"
+mkdir -p "$W/b2/a" "$W/b2/d" "$W/b0/b"
+echo g > "$W/b2/a/c"; ln "$W/b2/a/c" "$W/b2/d/e"; echo t > "$W/b0/b/e"
+check "tworw: mount" mount -i -t unionfs -o "dirs=$W/b0=rw:$W/b1=rw:$W/b2=ro" none "$W/m"
+check "tworw: chmod a/c (group copy-up into b1)" chmod 600 "$W/m/a/c"
+check "tworw: rm d/e (the group's other lower name)" rm "$W/m/d/e"
+is "tworw: a/c: nlink 1" "$(stat -c %h "$W/m/a/c")" 1
+check "tworw: mv a/c b/e (b/e in b0: a/c copied into b0)" mv "$W/m/a/c" "$W/m/b/e"
+is "tworw: b/e: nlink 1, content g" "$(stat -c %h "$W/m/b/e") $(cat "$W/m/b/e")" "1 g"
+is "tworw: b/e in b0" "$(cat "$W/b0/b/e")" g
+check "tworw: umount" umount "$W/m"
+
 # the race: two appends through two names of one lower group, 200 groups
 D=$T/race
 mkdir -p "$D/m"
