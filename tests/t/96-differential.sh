@@ -13,6 +13,8 @@ mk_tmpdir
 UD="python3 $PWD/tests/tools/udiff.py"
 CLEAN_SEEDS="11 12 13 14 15 16"
 CLEAN_WORKER_SEEDS="21"
+# seeds of 2026-12-06 whose findings were at ops 49-249 (docs/reliability.md: d_ino, nlink)
+LONG_SEEDS="3016 3018 3050"
 dmesg_mark
 
 run() {	# run DESC SECS ARGS... : one udiff invocation; its summary in the TAP line
@@ -45,6 +47,9 @@ else
 	# docs/reliability.md (regression checks in 97-differential-findings)
 	for s in $CLEAN_SEEDS; do
 		run "union vs reference, seed $s, 150 ops" 300 --seed $s --ops 150 --shrink-secs 30
+	done
+	for s in $LONG_SEEDS; do
+		run "union vs reference, seed $s, 300 ops" 300 --seed $s --ops 300 --shrink-secs 30
 	done
 	for s in $CLEAN_WORKER_SEEDS; do
 		run "union vs reference, 3 workers on disjoint names, seed $s" 300 --seed $s --ops 150 --workers 3
