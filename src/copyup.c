@@ -919,9 +919,10 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		err = unionfs_inode_set_vec(inode, ud);
 		/*
 		 * The other names of a link group follow (index.c). From
-		 * here to the rekey, a lookup of one of them finds the index
-		 * entry while this inode is hashed by the lower member: the
-		 * mount's ix_lock keeps it from making a second inode
+		 * the index entry's publish (unionfs_copyup_one) to the
+		 * rekey, a lookup of one of them finds the entry while this
+		 * inode is hashed by the lower member: under the mount's
+		 * ix_lock, it looks for this inode by both keys
 		 * (unionfs_iget_group).
 		 */
 		ixl = top && group;
@@ -931,11 +932,11 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 			group = unionfs_index_copied_up(dentry, src, t, newld);
 		}
 		/*
-		 * A copy that is no group's (from a writable branch, where
-		 * the group's index is, to a higher one) leaves the group:
-		 * its names no longer count through the index entry.
+		 * A copy that was no group candidate (from a writable branch,
+		 * where the group's index is, to a higher one) leaves the
+		 * group: its names no longer count through the index entry.
 		 */
-		if (top && !group)
+		if (top && !ixl)
 			WRITE_ONCE(UNIONFS_I(inode)->ix_lower, -1);
 		if (top)
 			unionfs_inode_rekey(inode, d_inode(newld),

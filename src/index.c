@@ -386,6 +386,18 @@ static struct dentry *unionfs_index_mkdir(struct unionfs_btable *bt, int t)
 }
 
 /*
+ * An index entry was made or removed: cached merged listings that may show
+ * a name of its group are stale (readdir.c reads sbi->ixseq before it
+ * builds one). The barrier orders the entry's change before the count, so
+ * a listing that saw the new count sees the entry's new state too.
+ */
+static void unionfs_index_changed(struct super_block *sb)
+{
+	smp_mb__before_atomic();	/* the entry's link or unlink first */
+	atomic64_inc(&UNIONFS_SB(sb)->ixseq);
+}
+
+/*
  * Publish phase of the first copy-up of a group member (copyup.c): the
  * complete O_TMPFILE copy @tmp gets the group's identity and count, then
  * its index name, in one step under the index directory's lock. A stale
@@ -444,8 +456,8 @@ struct dentry *unionfs_index_create(struct unionfs_btable *bt, int t,
 		err = unionfs_do_link(bt, t, tmp, d_inode(dir), e);
 	if (!err && d_really_is_negative(e))
 		err = -EIO;
-	if (!err)	/* cached listings' d_ino of the group (readdir.c) */
-		atomic64_inc(&UNIONFS_SB(bt->sb)->ixseq);
+	if (!err)
+		unionfs_index_changed(bt->sb);
 	inode_unlock(d_inode(dir));
 	dput(dir);
 	if (err) {
@@ -465,17 +477,18 @@ void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e)
 	inode_lock_nested(d_inode(dir), I_MUTEX_PARENT);
 	if (e->d_parent == dir && !d_unhashed(e) && d_really_is_positive(e))
 		unionfs_do_unlink(bt, t, d_inode(dir), e);
-	atomic64_inc(&UNIONFS_SB(bt->sb)->ixseq);
+	unionfs_index_changed(bt->sb);
 	inode_unlock(d_inode(dir));
 	dput(dir);
 }
 
 /*
  * After the copy-up of @dentry to @newld (branch @t) from @src, its union
- * inode's cu_lock held: if the copy is a group's (its count xattr is
- * there), the union inode counts its names with it, and the other names
- * of the group in the dcache (aliases of the union inode) show the index
- * entry from now on, instead of being dropped. Returns true then.
+ * inode's cu_lock and the mount's ix_lock held: if the copy is a group's
+ * (its count xattr is there), the union inode counts its names with it,
+ * and the other names of the group in the dcache (aliases of the union
+ * inode) show the index entry from now on, instead of being dropped.
+ * Returns true then.
  */
 bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 			     int t, struct dentry *newld)

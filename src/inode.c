@@ -781,43 +781,58 @@ static struct inode *unionfs_iget_new(struct super_block *sb,
 	return inode;
 }
 
+/* unionfs_iget_group: @inode, found by the lower member, onto entry @ix. */
+static struct inode *unionfs_iget_rekey(struct inode *inode,
+					struct unionfs_dentry_info *ud,
+					struct inode *ix)
+{
+	struct unionfs_inode_info *ui = UNIONFS_I(inode);
+
+	inode = unionfs_iget_follow(inode, ud);
+	if (IS_ERR(inode) || !mutex_trylock(&ui->cu_lock))
+		return inode;	/* a copy-up holds it: it rekeys it */
+	unionfs_inode_rekey(inode, ix, unionfs_br(ud->bt, ud->bstart), NULL);
+	unionfs_index_inode_init(inode, ud);
+	unionfs_copy_attr(inode, ix);
+	mutex_unlock(&ui->cu_lock);
+	return inode;
+}
+
 /*
- * A name whose winner is its link group's index entry (unionfs_index_lookup)
- * while another name's copy-up made that entry and has yet to rekey its
- * union inode to it (__unionfs_copyup_locked): that inode is still hashed
- * by the lower member. It is looked for by that first, under the mount's
- * ix_lock, which the rekey takes too, so the group never gets a second
- * union inode (before, this name kept one until its dentry was dropped:
- * POSIX locks through the two names did not conflict). Found idle, the
- * inode missed its rekey (a copy-up that failed after making the entry):
- * it is rekeyed here.
+ * A name whose winner is its link group's index entry (unionfs_index_lookup).
+ * The group's union inode is hashed by that entry, or, while another
+ * name's copy-up has published the entry and has yet to rekey its union
+ * inode (unionfs_copyup_locked), still by the lower member: under the
+ * mount's ix_lock, which that publish and rekey hold too, it is looked
+ * for by the entry, then by the lower member, so the group never gets a
+ * second union inode (before, this name kept one until its dentry was
+ * dropped: POSIX locks through the two names did not conflict). One found
+ * by the lower member with no copy-up holding it (a lookup that raced the
+ * copy-up and made its own) is moved onto the entry here, with the
+ * group's count of names.
  */
 static struct inode *unionfs_iget_group(struct super_block *sb,
 					struct unionfs_dentry_info *ud)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
-	struct inode *li = NULL, *inode = NULL;
+	struct inode *ix = d_inode(ud->lower[ud->bstart]);
+	struct inode *li = NULL, *inode;
 	int b;
 
 	for (b = ud->bstart + 1; b <= ud->bend && !li; b++)
 		if (ud->lower[b])
 			li = d_inode(ud->lower[b]);
 	mutex_lock(&sbi->ix_lock);
-	if (li)
-		inode = ilookup5(sb, (unsigned long)li, unionfs_inode_test, li);
+	inode = ilookup5(sb, (unsigned long)ix, unionfs_inode_test, ix);
 	if (inode) {
-		struct unionfs_inode_info *ui = UNIONFS_I(inode);
-
 		inode = unionfs_iget_follow(inode, ud);
-		if (!IS_ERR(inode) && mutex_trylock(&ui->cu_lock)) {
-			unionfs_inode_rekey(inode, d_inode(ud->lower[ud->bstart]),
-					    unionfs_br(ud->bt, ud->bstart),
-					    NULL);
-			mutex_unlock(&ui->cu_lock);
-		}
-	} else {
-		inode = unionfs_iget_new(sb, ud);
+	} else if (li) {
+		inode = ilookup5(sb, (unsigned long)li, unionfs_inode_test, li);
+		if (inode)
+			inode = unionfs_iget_rekey(inode, ud, ix);
 	}
+	if (!inode)
+		inode = unionfs_iget_new(sb, ud);
 	mutex_unlock(&sbi->ix_lock);
 	return inode;
 }

@@ -190,10 +190,6 @@ append:
 }
 
 /*
- * Build the merged listing of the union directory @dentry. With @clean,
- * the leftover temporaries seen in writable branches are removed.
- */
-/*
  * Can a group copy-up renumber one of the entries [@n0, n) that branch @b
  * gave (d_ino of a link group is its index entry's, index.c)? Regular files
  * of a read-only branch with a writable one above: such a listing is not
@@ -215,6 +211,10 @@ static bool unionfs_rd_ixdep(struct unionfs_btable *bt, int b,
 	return false;
 }
 
+/*
+ * Build the merged listing of the union directory @dentry. With @clean,
+ * the leftover temporaries seen in writable branches are removed.
+ */
 static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 						bool clean)
 {
@@ -243,7 +243,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 	rdc->version = UNIONFS_I(d_inode(dentry))->dir_version;
 	rdc->snap = unionfs_dir_snap(d_inode(dentry));
 	rdc->gen = bt->gen;
-	rdc->ixseq = atomic64_read(&UNIONFS_SB(sb)->ixseq);
+	rdc->ixseq = atomic64_read_acquire(&UNIONFS_SB(sb)->ixseq);
 	rd.rdc = rdc;
 
 	unionfs_ud_range(ud, &bstart, &bend);
