@@ -80,4 +80,16 @@ is "after the failure the source is still visible" "$(cat "$M/mid")" x
 is "after the failure no whiteout was left" "$(ls -A "$B0" | grep -c '^\.wh\.mid')" 0
 is "after the failure the target does not exist" "$($S open "$M/mid2" r)" ENOENT
 check "umount" umount "$M"
+
+# the new name's directory hidden at the source's branch: a whiteout in a writable branch
+# between ends its merge (udiff seed 3183): the rename happens where the directory shows
+R=$T/hid
+mkdir -p "$R/m"
+branch_fs tmpfs "$R" 4 || not_ok "hid: make branches"
+mkdir -p "$R/b0/d" "$R/b2/c/b"; echo e > "$R/b0/d/e"; touch "$R/b1/.wh.d"; echo s > "$R/b2/c/b/b"
+check "hid: mount (four rw branches)" mount -i -t unionfs -o "dirs=$R/b0=rw:$R/b1=rw:$R/b2=rw:$R/b3=rw" none "$R/m"
+is "hid: rename c/b/b -> d/d (d only in b0, whited out in b1)" "$($S rename "$R/m/c/b/b" "$R/m/d/d")" OK
+is "hid: d/d shows the file, c/b/b is gone" "$(cat "$R/m/d/d") $(ls "$R/m/c/b" | wc -l)" "s 0"
+is "hid: made in b0" "$(cat "$R/b0/d/d")" s
+check "hid: umount" umount "$R/m"
 finish
