@@ -85,18 +85,44 @@ def allow(counts, name):
     counts[name] = counts.get(name, 0) + 1
 
 
+def branch_paths(branches, rel):
+    """where rel is looked up in each branch: a directory's trusted.unionfs.redirect
+    (docs/concepts.md "Directory rename": a path from every branch's root) sends the
+    branches below the copy that carries it to that path"""
+    pre = [""] * len(branches)
+    comps = [c for c in rel.split("/") if c]
+    for k, c in enumerate(comps):
+        new = [os.path.join(p, c) if p else c for p in pre]
+        redir = None
+        for i, b in enumerate(branches):
+            if k == len(comps) - 1:
+                break
+            if redir is not None:
+                new[i] = redir
+            full = os.path.join(b, new[i])
+            if os.path.isdir(full) and not os.path.islink(full):
+                try:
+                    redir = os.getxattr(full, "trusted.unionfs.redirect",
+                                        follow_symlinks=False).decode() or redir
+                except OSError:
+                    pass
+        pre = new
+    return pre
+
+
 def nlink_hidden(branches, rel, nu, nr):
-    """ALLOWED nlink-hidden-names for rel: reference count < union count <= a branch's count"""
+    """ALLOWED nlink-hidden-names for rel: reference count < union count <= a branch's count
+    (at the path the union looks rel up in that branch)"""
     if not branches or not isinstance(nu, int) or not isinstance(nr, int) or not nr < nu:
         return False
     top = 0
-    for i, b in enumerate(branches):
+    for i, (b, path) in enumerate(zip(branches, branch_paths(branches, rel))):
         try:
-            x = os.lstat(os.path.join(b, rel))
+            x = os.lstat(os.path.join(b, path))
         except OSError:
             continue
         if not stat.S_ISDIR(x.st_mode):
-            top = max(top, x.st_nlink, group_nlink(branches[i + 1:], b, rel, x))
+            top = max(top, x.st_nlink, group_nlink(branches[i + 1:], b, path, x))
     return nu <= top
 
 
