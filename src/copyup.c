@@ -357,19 +357,28 @@ static void unionfs_remove_tmp(struct unionfs_copyup_ctx *c)
 
 /*
  * Did the source change since @st, or is it open for writing (a write in
- * progress updated the times before it started copying data)? Updates @st
- * to what it is now.
+ * progress updated the times before it started copying data; an mmap
+ * writer may change no time at all)? Updates @st to what it is now.
+ *
+ * Open for writing says "a direct writer" only in a branch the union does
+ * not write: in a writable one the writer may be the union itself, and
+ * one that has finished. A copy-up's own O_TMPFILE file is released by a
+ * deferred fput, at the return to user space, so a copy-up of that copy in
+ * the same call (a link group's name given its own link in the index
+ * branch, then renamed into a higher branch: udiff seed 3147) saw it open
+ * for writing three times and failed with ESTALE and false hazards.
  */
-static bool unionfs_src_changed(struct super_block *sb, int b,
+static bool unionfs_src_changed(struct unionfs_btable *bt, int b,
 				const struct path *spath, struct kstat *st)
 {
 	struct kstat now;
 	bool changed;
 
-	if (unionfs_do_getattr(sb, b, spath, &now, STATX_BASIC_STATS,
+	if (unionfs_do_getattr(bt->sb, b, spath, &now, STATX_BASIC_STATS,
 			       AT_STATX_SYNC_AS_STAT))
 		return true;
-	changed = atomic_read(&d_inode(spath->dentry)->i_writecount) > 0 ||
+	changed = (!unionfs_branch_writable(bt, b) &&
+		   atomic_read(&d_inode(spath->dentry)->i_writecount) > 0) ||
 		  now.size != st->size ||
 		  !timespec64_equal(&now.mtime, &st->mtime) ||
 		  !timespec64_equal(&now.ctime, &st->ctime);
@@ -525,7 +534,7 @@ static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 		fput(in);
 		fput(out);
 		if ((err && err != -EIO) ||
-		    !unionfs_src_changed(bt->sb, c->b, &c->spath, &c->st))
+		    !unionfs_src_changed(bt, c->b, &c->spath, &c->st))
 			goto out;
 		unionfs_hazard(bt->sb, UNIONFS_HZ_COPYUP_RACE, c->b,
 			       c->name->name,
