@@ -26,6 +26,8 @@ check "bpftrace runs" bpftrace --version
 check "trace-cmd runs" bash -c 'trace-cmd --version 2>&1 | grep -q "trace-cmd version" &&
 	trace-cmd list -e | grep -q sched_switch'
 check "python3 runs" python3 -c 'import os; print(os.uname().release)'
+# tests read command output with bash's <(...) and mapfile: /dev/fd must exist
+is "bash process substitution works (/dev/fd)" "$(n=0; while read -r _; do n=$((n + 1)); done < <(printf 'a\nb\n'); echo $n)" 2
 bad=$(dmesg | grep -E '(^|[^A-Za-z_])BUG[: ]|WARNING:|Oops')
 is "dmesg has no BUG/WARNING/Oops" "$bad" ""
 finish
