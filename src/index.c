@@ -181,6 +181,38 @@ static struct dentry *unionfs_index_find(struct unionfs_btable *bt, int t,
 }
 
 /*
+ * The branch a lower group member @ud's winner shows its index entry from:
+ * the nearest writable branch above, when the name has no copy there; -1
+ * if the winner is no such member.
+ */
+static int unionfs_index_branch(struct unionfs_dentry_info *ud)
+{
+	int b = ud->bstart, t;
+
+	if (b <= 0 || !unionfs_index_wanted(ud->bt, b, ud->lower[b]))
+		return -1;
+	t = unionfs_nearest_writable(ud->bt, b);
+	return t < 0 || ud->lower[t] ? -1 : t;
+}
+
+/* @ud's winner becomes the index entry of its group in branch @t, if any */
+static bool unionfs_index_attach(struct unionfs_dentry_info *ud, int t,
+				 char *key)
+{
+	struct inode *li = d_inode(ud->lower[ud->bstart]);
+	int len = unionfs_index_key(li, key);
+	struct dentry *ix = unionfs_index_find(ud->bt, t, li, key, len);
+
+	if (IS_ERR_OR_NULL(ix))
+		return false;	/* an error: the lower name, as without an index */
+	spin_lock(&ud->lock);
+	ud->lower[t] = ix;
+	ud->bstart = t;
+	spin_unlock(&ud->lock);
+	return true;
+}
+
+/*
  * Lookup (unionfs_lookup_branches, mounter's credentials): a name whose
  * winner is a lower member of a group with an index entry in the nearest
  * writable branch above shows that entry: it becomes the name's winning
@@ -189,30 +221,71 @@ static struct dentry *unionfs_index_find(struct unionfs_btable *bt, int t,
 void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
 			  struct unionfs_dentry_info *ud)
 {
-	struct unionfs_btable *bt = ud->bt;
-	int b = ud->bstart, t, len;
 	char key[UNIONFS_IXKEY_LEN];
-	struct dentry *ix;
+	int t = unionfs_index_branch(ud);
 
-	if (b <= 0 || !unionfs_index_wanted(bt, b, ud->lower[b]))
+	if (t < 0)
 		return;
-	t = unionfs_nearest_writable(bt, b);
-	if (t < 0 || ud->lower[t])
+	if (!unionfs_index_attach(ud, t, key)) {
+		/* no entry yet: the window to unionfs_iget (tests/t/58) */
+		unionfs_race_window();
+		unionfs_race_window();
+		unionfs_race_window();
 		return;
-	len = unionfs_index_key(d_inode(ud->lower[b]), key);
-	ix = unionfs_index_find(bt, t, d_inode(ud->lower[b]), key, len);
-	if (IS_ERR_OR_NULL(ix))
-		return;	/* an error: the lower name, as without an index */
-	ud->lower[t] = ix;
-	ud->bstart = t;
-	ud->ixfound = true;	/* unionfs_iget: the group's one inode */
+	}
 	if (trace_unionfs_index_enabled()) {
 		char nm[NAME_MAX + 1];
 
 		/* @name: the caller's stable copy, not NUL-terminated */
 		snprintf(nm, sizeof(nm), "%.*s", (int)name->len, name->name);
-		trace_unionfs_index(bt->sb, nm, t, key, "found", 0);
+		trace_unionfs_index(ud->bt->sb, nm, t, key, "found", 0);
 	}
+}
+
+/* Is @ud's winner the index entry of a group (unionfs_index_lookup)? */
+bool unionfs_index_shown(struct unionfs_dentry_info *ud)
+{
+	return unionfs_index_is_entry(ud->bt, ud->bstart,
+				      ud->lower[ud->bstart]);
+}
+
+/*
+ * unionfs_iget over a lower group member that showed no index entry: has
+ * an index entry been made or removed since @ud->ixseq, taken before the
+ * lookup looked? The caller's inode hash lookup comes first: a copy-up
+ * that published the group's entry and rekeyed its inode before it moved
+ * the count before that rekey (unionfs_index_changed).
+ */
+bool unionfs_index_moved(struct super_block *sb,
+			 struct unionfs_dentry_info *ud)
+{
+	if (unionfs_index_branch(ud) < 0)
+		return false;
+	smp_mb();	/* the inode hash lookup before the count */
+	return atomic64_read(&UNIONFS_SB(sb)->ixseq) != ud->ixseq;
+}
+
+/*
+ * Then, under the mount's ix_lock: does the name show its group's index
+ * entry now? @ud (not published yet) takes it.
+ */
+bool unionfs_index_relook(struct super_block *sb,
+			  struct unionfs_dentry_info *ud)
+{
+	char key[UNIONFS_IXKEY_LEN];
+	const struct cred *old;
+	int t = unionfs_index_branch(ud);
+	bool found;
+
+	lockdep_assert_held(&UNIONFS_SB(sb)->ix_lock);
+	if (t < 0)
+		return false;
+	old = unionfs_override_creds(sb);
+	found = unionfs_index_attach(ud, t, key);
+	revert_creds(old);
+	if (found)
+		unionfs_trace_index(sb, NULL, t, key, "found-late", 0);
+	return found;
 }
 
 /*
@@ -395,6 +468,7 @@ static void unionfs_index_changed(struct super_block *sb)
 {
 	smp_mb__before_atomic();	/* the entry's link or unlink first */
 	atomic64_inc(&UNIONFS_SB(sb)->ixseq);
+	smp_mb__after_atomic();		/* before a rekey (unionfs_iget) */
 }
 
 /*

@@ -803,7 +803,7 @@ static struct inode *unionfs_iget_rekey(struct inode *inode,
  * The group's union inode is hashed by that entry, or, while another
  * name's copy-up has published the entry and has yet to rekey its union
  * inode (unionfs_copyup_locked), still by the lower member: under the
- * mount's ix_lock, which that publish and rekey hold too, it is looked
+ * mount's ix_lock (the caller's), which that rekey holds too, it is looked
  * for by the entry, then by the lower member, so the group never gets a
  * second union inode (before, this name kept one until its dentry was
  * dropped: POSIX locks through the two names did not conflict). One found
@@ -814,15 +814,14 @@ static struct inode *unionfs_iget_rekey(struct inode *inode,
 static struct inode *unionfs_iget_group(struct super_block *sb,
 					struct unionfs_dentry_info *ud)
 {
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct inode *ix = d_inode(ud->lower[ud->bstart]);
 	struct inode *li = NULL, *inode;
 	int b;
 
+	lockdep_assert_held(&UNIONFS_SB(sb)->ix_lock);
 	for (b = ud->bstart + 1; b <= ud->bend && !li; b++)
 		if (ud->lower[b])
 			li = d_inode(ud->lower[b]);
-	mutex_lock(&sbi->ix_lock);
 	inode = ilookup5(sb, (unsigned long)ix, unionfs_inode_test, ix);
 	if (inode) {
 		inode = unionfs_iget_follow(inode, ud);
@@ -833,16 +832,52 @@ static struct inode *unionfs_iget_group(struct super_block *sb,
 	}
 	if (!inode)
 		inode = unionfs_iget_new(sb, ud);
-	mutex_unlock(&sbi->ix_lock);
 	return inode;
+}
+
+/*
+ * A lookup that found no index entry for a lower group member, while a
+ * copy-up of another name of the group published one and rekeyed its
+ * inode (unionfs_index_moved): @inode, made over the lower member, would
+ * be the group's second. Under ix_lock the name takes the entry, and the
+ * group's inode (unionfs_iget_group); an @inode nobody else uses is not
+ * kept in the cache.
+ */
+static struct inode *unionfs_iget_late(struct super_block *sb,
+				       struct unionfs_dentry_info *ud,
+				       struct inode *inode)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	struct inode *group = NULL;
+
+	mutex_lock(&sbi->ix_lock);
+	if (unionfs_index_relook(sb, ud))
+		group = unionfs_iget_group(sb, ud);
+	mutex_unlock(&sbi->ix_lock);
+	if (!group)
+		return inode;
+	if (group != inode && atomic_read(&inode->i_count) == 1)
+		d_mark_dontcache(inode);
+	iput(inode);
+	return group;
 }
 
 struct inode *unionfs_iget(struct super_block *sb,
 			   struct unionfs_dentry_info *ud)
 {
+	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
+	struct inode *inode;
+
 	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
 		return ERR_PTR(-EIO);
-	if (ud->ixfound)
-		return unionfs_iget_group(sb, ud);
-	return unionfs_iget_new(sb, ud);
+	if (unionfs_index_shown(ud)) {
+		mutex_lock(&sbi->ix_lock);
+		inode = unionfs_iget_group(sb, ud);
+		mutex_unlock(&sbi->ix_lock);
+		return inode;
+	}
+	inode = unionfs_iget_new(sb, ud);
+	if (IS_ERR(inode) || !unionfs_index_moved(sb, ud))
+		return inode;
+	return unionfs_iget_late(sb, ud, inode);
 }

@@ -245,7 +245,7 @@ struct unionfs_dentry_info {
 	int bend;		/* last branch contributing */
 	int bopaque;		/* branch whose dir is opaque, -1 if none */
 	int bwh;		/* branch whose whiteout hid the name, or -1 */
-	bool ixfound;		/* the winner is a group's index entry */
+	u64 ixseq;		/* sbi->ixseq before the lookup (unionfs_iget) */
 	int generation;
 	u64 psnap;		/* parent's lower dirs' ctimes at lookup */
 	long nseq;		/* coherency=notify: sbi->nseq when checked */
@@ -646,6 +646,11 @@ struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
 bool unionfs_index_wanted(struct unionfs_btable *bt, int b, struct dentry *ld);
 void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
 			  struct unionfs_dentry_info *ud);
+bool unionfs_index_shown(struct unionfs_dentry_info *ud);
+bool unionfs_index_moved(struct super_block *sb,
+			 struct unionfs_dentry_info *ud);
+bool unionfs_index_relook(struct super_block *sb,
+			  struct unionfs_dentry_info *ud);
 void unionfs_index_inode_init(struct inode *inode,
 			      struct unionfs_dentry_info *ud);
 unsigned int unionfs_index_nlink(const struct inode *inode,
@@ -768,7 +773,8 @@ static inline int unionfs_fault(enum unionfs_fault_site_id site)
  * dentry's lower dentry for it (create, unlink, copy-up), to widen the
  * window that a concurrent branch change must hit (tests/t/63); and in a
  * link group's copy-up between the index entry's publish and the union
- * inode's rekey (tests/t/58).
+ * inode's rekey, and (three times) in a lookup of a group's lower member
+ * that found no index entry, before it gets its union inode (tests/t/58).
  */
 extern unsigned int unionfs_race_delay_us;
 void unionfs_race_window_slow(void);

@@ -338,7 +338,8 @@ TRACE_EVENT(unionfs_hazard,
 /*
  * Hard-link index decisions (index.c, docs/concepts.md "Hard links"): for
  * the union name @name, the link group @key in the index of branch @bindex
- * was "found" (lookup), "created" (copy-up of a first name), "linked" (a
+ * was "found" (lookup), "found-late" (published by a copy-up while the
+ * lookup looked: unionfs_iget), "created" (copy-up of a first name), "linked" (a
  * name of the group given its own link to the index), "stale" (an entry
  * whose origin does not match: ignored or replaced) or "adopted" (names of
  * the group cached in the dcache moved over to the index).

@@ -67,6 +67,60 @@ is "a lock through one name holds through the other (of $N groups)" "$(tail -n 1
 is "both names: one st_ino, one content" \
 	"$(for ((i = 0; i < N; i++)); do [[ $(stat -c %i "$D/m/g$i.a") == $(stat -c %i "$D/m/g$i.b") &&
 		$(cat "$D/m/g$i.b") == $'o\nA' ]] || echo "g$i"; done)" ""
+
+# The other order: a name of the group looked up first (it finds no index entry), that
+# gets its union inode only after the copy-up of the other name published the entry and
+# rekeyed its inode (the test build holds such a lookup 300 ms before unionfs_iget). The
+# late lookup must look for the entry again and take the group's inode, not make a
+# second one over the lower file.
+for ((i = 0; i < N; i++)); do
+	echo o > "$D/b1/h$i.a"; ln "$D/b1/h$i.a" "$D/b1/h$i.b"
+done
+echo 100000 > "$DELAY"
+out=$(timeout -s KILL $(t_limit 240) python3 - "$D/m" $N <<'PY' 2>&1
+import fcntl, os, sys, time
+m, n = sys.argv[1], int(sys.argv[2])
+split = 0
+for i in range(n):
+    a, b = "%s/h%d.a" % (m, i), "%s/h%d.b" % (m, i)
+    os.stat(a)                      # a's union inode, over the lower file
+    pid = os.fork()
+    if pid == 0:                    # the copy-up of a: publish at >= 100 ms
+        with open(a, "a") as f:
+            f.write("A\n")
+        os._exit(0)
+    time.sleep(0.03)
+    # the open's lookup finds no entry and gets its inode at >= 330 ms; the open
+    # file keeps that inode (a later walk would look the name up again)
+    fb = os.open(b, os.O_RDONLY)
+    if os.waitpid(pid, 0)[1]:
+        print("h%d: the append failed" % i)
+    fa = os.open(a, os.O_RDWR)
+    fcntl.lockf(fa, fcntl.LOCK_EX)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fcntl.lockf(fb, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            os._exit(1)
+        except OSError:
+            os._exit(0)
+    st = os.waitpid(pid, 0)[1]
+    if os.fstat(fb).st_ino != os.fstat(fa).st_ino:
+        print("h%d: the open files' st_ino differ" % i)
+    os.close(fa)
+    os.close(fb)
+    if os.WEXITSTATUS(st):
+        split += 1
+        print("h%d: a lock through h%d.a does not hold through h%d.b" % (i, i, i))
+print("split %d" % split)
+PY
+)
+echo 0 > "$DELAY"
+is "late lookup: a lock through one name holds through the other (of $N groups)" \
+	"$out" "split 0"
+is "late lookup: both names: one st_ino, one content" \
+	"$(for ((i = 0; i < N; i++)); do [[ $(stat -c %i "$D/m/h$i.a") == $(stat -c %i "$D/m/h$i.b") &&
+		$(cat "$D/m/h$i.b") == $'o\nA' ]] || echo "h$i"; done)" ""
 check "umount" umount "$D/m"
 is "no oops, WARN or BUG in the kernel log" "$(dmesg_bad)" ""
 finish
