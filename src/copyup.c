@@ -1082,6 +1082,25 @@ int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt, int t)
 	return err;
 }
 
+/*
+ * rename and link make a name in @dir at a writable branch, @dir copied
+ * there first. Where @dir is hidden at that branch (copying it there
+ * gives EXDEV: a whiteout or an opaque copy above ends its merge), or the
+ * name is (its whiteout above), the name goes higher: to the nearest
+ * writable branch at or above both @bound and the branch @dir shows from.
+ * That branch, or an errno.
+ */
+int unionfs_dir_shown_writable(struct dentry *dir, struct unionfs_btable *bt,
+			       int bound)
+{
+	int pstart, pend;
+
+	unionfs_get_range(dir, &pstart, &pend);
+	if (pstart < 0)
+		return -ESTALE;
+	return unionfs_nearest_writable(bt, min(bound, pstart));
+}
+
 int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
 			   int t)
 {

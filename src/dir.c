@@ -336,24 +336,24 @@ out_dput:
  * (where a read-only source, or its link group's index entry, goes), the
  * new name's parent copied there, up or down, as rename does. Where the
  * name would be hidden there (a whiteout or an opaque directory above),
- * higher: at or above its parent's top and its whiteout, the source
- * copied up, but only a source with one name: copying one with others
- * would leave them behind (another file), and a group's index entry has
- * one place. EXDEV then, as before. Caller holds old's cu_lock.
+ * higher: at or above its parent's top and its whiteout (as rename:
+ * unionfs_dir_shown_writable), the source copied up, but only a source
+ * with one name: copying one with others would leave them behind (another
+ * file), and a group's index entry has one place. EXDEV then, as before.
+ * Caller holds old's cu_lock.
  */
 static int unionfs_link_plan(struct dentry *old, struct dentry *new,
 			     struct unionfs_btable *bt, int *target)
 {
 	struct unionfs_dentry_info *nud = unionfs_dinfo_get(new);
 	struct unionfs_dentry_info *pud = unionfs_dinfo_get(new->d_parent);
-	int ob, oe, pstart, pend, nbwh, b, err;
+	int ob, oe, nbwh, b, err;
 
 	err = !nud || !pud || nud->bt != bt || pud->bt != bt ? -ESTALE : 0;
 	if (!err) {
 		unionfs_get_range(old, &ob, &oe);
-		unionfs_ud_range(pud, &pstart, &pend);
 		nbwh = READ_ONCE(nud->bwh);
-		err = ob < 0 || pstart < 0 ? -ESTALE : 0;
+		err = ob < 0 ? -ESTALE : 0;
 	}
 	unionfs_dinfo_put(pud);
 	unionfs_dinfo_put(nud);
@@ -372,8 +372,8 @@ static int unionfs_link_plan(struct dentry *old, struct dentry *new,
 	/* hidden at @b: higher, with a copy of a one-name source */
 	if (d_inode(old)->i_nlink != 1)
 		return -EXDEV;
-	b = unionfs_nearest_writable(bt, min3(ob, pstart,
-					      nbwh < 0 ? INT_MAX : nbwh));
+	b = unionfs_dir_shown_writable(new->d_parent, bt,
+				       min(ob, nbwh < 0 ? INT_MAX : nbwh));
 	*target = b;
 	return b < 0 ? b : 0;
 }

@@ -216,7 +216,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	bool redirect = false, made_rd = false;
 	char *rpath = NULL;
 	const struct cred *cred = NULL;
-	int ostart, oend, pstart, pend, limit, t, err, has_wh, tries;
+	int ostart, oend, limit, t, err, has_wh, tries;
 
 	/* both infos are stable now; the parents' are read on @bt below */
 	if (nud->bt != bt)
@@ -249,17 +249,13 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	if (t < 0)
 		return t;
 	/*
-	 * The new name's directory, copied to @t first: hidden there (a
-	 * whiteout or an opaque copy above @t ends its merge), the rename
-	 * happens higher, at or above the branch it shows from (udiff seed
-	 * 3183: EXDEV before).
+	 * The new name's directory, copied to @t first: hidden there, the
+	 * rename happens higher, at or above the branch it shows from (udiff
+	 * seed 3183: EXDEV before).
 	 */
 	err = unionfs_copyup_dir(new_parent, bt, t);
 	if (err == -EXDEV) {
-		unionfs_get_range(new_parent, &pstart, &pend);
-		if (pstart < 0)
-			return -ESTALE;
-		t = unionfs_nearest_writable(bt, min(limit, pstart));
+		t = unionfs_dir_shown_writable(new_parent, bt, limit);
 		if (t < 0)
 			return t;
 		err = unionfs_copyup_dir(new_parent, bt, t);

@@ -587,6 +587,8 @@ int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);
 /* @target: a branch of @bt (-ESTALE if the dentries are on another) */
 int unionfs_copyup_dentry_held(struct dentry *dentry, int target,
 			       const char *reason, loff_t len);
+int unionfs_dir_shown_writable(struct dentry *dir, struct unionfs_btable *bt,
+			       int bound);
 int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
 			   int target);
 int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt,
