@@ -250,19 +250,30 @@ bool unionfs_index_shown(struct unionfs_dentry_info *ud)
 }
 
 /*
+ * May @ud (a lookup's, not published yet) show a link group's index entry:
+ * it does, or its winner is a lower member that found none? Then
+ * unionfs_lookup holds the mount's ix_lock from unionfs_iget until the
+ * name is in the dcache, so that a copy-up of another name of the group
+ * (which rekeys its inode and adopts its aliases under ix_lock) comes
+ * either before, and this name takes the entry (unionfs_index_relook), or
+ * after, and finds this name among the inode's aliases.
+ */
+bool unionfs_index_related(struct unionfs_dentry_info *ud)
+{
+	return unionfs_index_shown(ud) || unionfs_index_branch(ud) >= 0;
+}
+
+/*
  * unionfs_iget over a lower group member that showed no index entry: has
  * an index entry been made or removed since @ud->ixseq, taken before the
- * lookup looked? The caller's inode hash lookup comes first: a copy-up
- * that published the group's entry and rekeyed its inode before it moved
- * the count before that rekey (unionfs_index_changed).
+ * lookup looked? (A copy-up moves the count when it publishes the entry,
+ * before it takes ix_lock to rekey its inode.)
  */
 bool unionfs_index_moved(struct super_block *sb,
 			 struct unionfs_dentry_info *ud)
 {
-	if (unionfs_index_branch(ud) < 0)
-		return false;
-	smp_mb();	/* the inode hash lookup before the count */
-	return atomic64_read(&UNIONFS_SB(sb)->ixseq) != ud->ixseq;
+	return unionfs_index_branch(ud) >= 0 &&
+	       atomic64_read_acquire(&UNIONFS_SB(sb)->ixseq) != ud->ixseq;
 }
 
 /*
@@ -468,7 +479,6 @@ static void unionfs_index_changed(struct super_block *sb)
 {
 	smp_mb__before_atomic();	/* the entry's link or unlink first */
 	atomic64_inc(&UNIONFS_SB(sb)->ixseq);
-	smp_mb__after_atomic();		/* before a rekey (unionfs_iget) */
 }
 
 /*

@@ -836,48 +836,24 @@ static struct inode *unionfs_iget_group(struct super_block *sb,
 }
 
 /*
- * A lookup that found no index entry for a lower group member, while a
- * copy-up of another name of the group published one and rekeyed its
- * inode (unionfs_index_moved): @inode, made over the lower member, would
- * be the group's second. Under ix_lock the name takes the entry, and the
- * group's inode (unionfs_iget_group); an @inode nobody else uses is not
- * kept in the cache.
+ * The union inode of @ud. A name that may show a link group's index entry
+ * (unionfs_index_related: only from unionfs_lookup, which holds ix_lock
+ * then) gets the group's one inode: through the entry it shows, or, when
+ * it found none while a copy-up of another name published one since
+ * (unionfs_index_moved), through that entry, looked for again
+ * (unionfs_index_relook; before, such a late lookup made a second inode
+ * over the lower file).
  */
-static struct inode *unionfs_iget_late(struct super_block *sb,
-				       struct unionfs_dentry_info *ud,
-				       struct inode *inode)
-{
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
-	struct inode *group = NULL;
-
-	mutex_lock(&sbi->ix_lock);
-	if (unionfs_index_relook(sb, ud))
-		group = unionfs_iget_group(sb, ud);
-	mutex_unlock(&sbi->ix_lock);
-	if (!group)
-		return inode;
-	if (group != inode && atomic_read(&inode->i_count) == 1)
-		d_mark_dontcache(inode);
-	iput(inode);
-	return group;
-}
-
 struct inode *unionfs_iget(struct super_block *sb,
 			   struct unionfs_dentry_info *ud)
 {
-	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
-	struct inode *inode;
-
 	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
 		return ERR_PTR(-EIO);
-	if (unionfs_index_shown(ud)) {
-		mutex_lock(&sbi->ix_lock);
-		inode = unionfs_iget_group(sb, ud);
-		mutex_unlock(&sbi->ix_lock);
-		return inode;
-	}
-	inode = unionfs_iget_new(sb, ud);
-	if (IS_ERR(inode) || !unionfs_index_moved(sb, ud))
-		return inode;
-	return unionfs_iget_late(sb, ud, inode);
+	if (!unionfs_index_related(ud))
+		return unionfs_iget_new(sb, ud);
+	lockdep_assert_held(&UNIONFS_SB(sb)->ix_lock);
+	if (unionfs_index_shown(ud) ||
+	    (unionfs_index_moved(sb, ud) && unionfs_index_relook(sb, ud)))
+		return unionfs_iget_group(sb, ud);
+	return unionfs_iget_new(sb, ud);
 }

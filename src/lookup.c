@@ -598,6 +598,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	struct inode *inode = NULL;
 	struct dentry *alias;
 	const struct cred *old;
+	bool ixl;
 	int err;
 
 	if (unionfs_is_whname(dentry->d_name.name, dentry->d_name.len))
@@ -620,15 +621,23 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 		unionfs_free_dinfo(ud);
 		return ERR_PTR(err);
 	}
+	/* a link group's name: one inode (unionfs_index_related) */
+	ixl = ud->bstart >= 0 && unionfs_index_related(ud);
+	if (ixl)
+		mutex_lock(&UNIONFS_SB(sb)->ix_lock);
 	if (ud->bstart >= 0) {
 		inode = unionfs_iget(sb, ud);
 		if (IS_ERR(inode)) {
+			if (ixl)
+				mutex_unlock(&UNIONFS_SB(sb)->ix_lock);
 			unionfs_free_dinfo(ud);
 			return ERR_CAST(inode);
 		}
 	}
 	dentry->d_fsdata = ud;
 	alias = d_splice_alias(inode, dentry);
+	if (ixl)
+		mutex_unlock(&UNIONFS_SB(sb)->ix_lock);
 	/*
 	 * A directory already has a dentry (in use: a cwd, an open file, a
 	 * mount below it) that d_splice_alias() moved here: it must take

@@ -19,7 +19,8 @@
  *      Never the other way round: nothing holding an ancestor's cu_lock
  *      waits for a descendant's.
  *   3a. the mount's ix_lock (index.c): a link group's union inode found
- *      through its index entry, or rekeyed to it after the group's copy-up.
+ *      through its index entry (a lookup holds it from unionfs_iget to
+ *      d_splice_alias), or rekeyed to it after the group's copy-up.
  *      Inside it, a cu_lock only with mutex_trylock.
  *   4. the branch's freeze protection (mnt_want_write or, per data chunk
  *      of a copy-up, file_start_write): one level at a time, never nested
@@ -649,6 +650,7 @@ bool unionfs_index_wanted(struct unionfs_btable *bt, int b, struct dentry *ld);
 void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
 			  struct unionfs_dentry_info *ud);
 bool unionfs_index_shown(struct unionfs_dentry_info *ud);
+bool unionfs_index_related(struct unionfs_dentry_info *ud);
 bool unionfs_index_moved(struct super_block *sb,
 			 struct unionfs_dentry_info *ud);
 bool unionfs_index_relook(struct super_block *sb,
