@@ -577,7 +577,7 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 		fresh = unionfs_alloc_dinfo_at(parent);
 	}
 	if (fresh) {
-		fresh->psnap = unionfs_dir_snap(pinode);
+		fresh->psnap = unionfs_dir_snap_trusted(pinode);
 		fresh->nseq = nseq;
 		old = unionfs_override_creds(sb);
 		err = unionfs_lookup_branches(parent, &name.name, fresh, 0,
@@ -697,6 +697,50 @@ static bool unionfs_lower_dir_dead(struct unionfs_dentry_info *ud)
  * else why; -ECHILD (as an ERR_PTR) in RCU walk when only ref-walk can
  * tell. *@report: a difference found then is a direct modification.
  */
+/*
+ * A positive non-directory whose winner is an entry of its parent's first
+ * branch, still under its name there: no change of the parent's branch
+ * directories can hide or shadow it (a whiteout next to a name is
+ * ignored); only its own entry can change, which is checked here (name,
+ * parent) and by unionfs_reval_need (hashed, same inode). Then its
+ * parent's fingerprint need not be trusted (UNIONFS_SNAP_RACY). Ref-walk.
+ */
+static bool unionfs_reval_top_file(struct dentry *dentry,
+				   struct unionfs_dentry_info *ud,
+				   struct dentry *parent)
+{
+	struct unionfs_dentry_info *pud;
+	struct dentry *ld = NULL, *plower = NULL;
+	struct name_snapshot n;
+	bool top = false;
+	int b;
+
+	if (!d_really_is_positive(dentry) || d_is_dir(dentry))
+		return false;
+	rcu_read_lock();
+	pud = READ_ONCE(parent->d_fsdata);
+	spin_lock(&ud->lock);
+	b = ud->bstart;
+	if (pud && pud->bt == ud->bt && b >= 0 && b < ud->nbr &&
+	    b <= READ_ONCE(pud->bstart)) {
+		ld = dget(ud->lower[b]);
+		plower = READ_ONCE(pud->lower[b]);	/* compared only */
+	}
+	spin_unlock(&ud->lock);
+	rcu_read_unlock();
+	if (!ld)
+		return false;
+	take_dentry_name_snapshot(&n, dentry);
+	spin_lock(&ld->d_lock);
+	top = ld->d_parent == plower && !d_unhashed(ld) &&
+	      ld->d_name.len == n.name.len &&
+	      !memcmp(ld->d_name.name, n.name.name, n.name.len);
+	spin_unlock(&ld->d_lock);
+	release_dentry_name_snapshot(&n);
+	dput(ld);
+	return top;
+}
+
 static const char *unionfs_reval_need(struct dentry *dentry,
 				      struct unionfs_dentry_info *ud,
 				      unsigned int flags, long *nseq,
@@ -710,7 +754,7 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 	struct dentry *parent, *ld;
 	const char *why = NULL;
 	int b, ret;
-	u64 snap;
+	u64 snap, psnap, tsnap = UNIONFS_SNAP_RACY;
 
 	*report = false;
 	*nseq = atomic_long_read(&sbi->nseq);
@@ -743,9 +787,18 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 	if (!pinode)
 		return "no-parent";
 	snap = unionfs_dir_snap(pinode);
-	if (snap != READ_ONCE(ud->psnap))
+	psnap = READ_ONCE(ud->psnap);
+	if (psnap == UNIONFS_SNAP_RACY) {
+		if (flags & LOOKUP_RCU)
+			return ERR_PTR(-ECHILD);
+		/* taken first: what changes after the checks below shows */
+		tsnap = unionfs_dir_snap_trusted(pinode);
+		if (!unionfs_reval_top_file(dentry, ud, parent))
+			return "snap-racy";
+	} else if (snap != psnap) {
 		return snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
 		       "own-change" : "dir-changed";
+	}
 	if (d_really_is_negative(dentry))
 		goto valid;
 
@@ -782,6 +835,9 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 valid:
 	if (coh == UNIONFS_COH_NOTIFY)
 		WRITE_ONCE(ud->nseq, *nseq);
+	/* a top file checked exactly: its parent's state from before the check */
+	if (psnap == UNIONFS_SNAP_RACY && tsnap != UNIONFS_SNAP_RACY)
+		WRITE_ONCE(ud->psnap, tsnap);
 	unionfs_trace_reval(dentry, ud, sbgen, "valid",
 			    d_really_is_negative(dentry) ?
 			    "negative-unchanged" : "unchanged");

@@ -612,7 +612,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 
 	ud->nseq = atomic_long_read(&UNIONFS_SB(sb)->nseq);
 	ud->ixseq = atomic64_read_acquire(&UNIONFS_SB(sb)->ixseq);
-	ud->psnap = unionfs_dir_snap(dir);
+	ud->psnap = unionfs_dir_snap_trusted(dir);
 	old = unionfs_override_creds(sb);
 	err = unionfs_lookup_branches(dentry->d_parent, &dentry->d_name, ud,
 				      0, true);

@@ -241,7 +241,7 @@ static struct unionfs_rdcache *unionfs_rd_build(struct dentry *dentry,
 	rdc->root = RB_ROOT;
 	refcount_set(&rdc->ref, 1);
 	rdc->version = UNIONFS_I(d_inode(dentry))->dir_version;
-	rdc->snap = unionfs_dir_snap(d_inode(dentry));
+	rdc->snap = unionfs_dir_snap_trusted(d_inode(dentry));
 	rdc->gen = bt->gen;
 	rdc->ixseq = atomic64_read_acquire(&UNIONFS_SB(sb)->ixseq);
 	rd.rdc = rdc;

@@ -526,6 +526,8 @@ void unionfs_ivec_free(struct unionfs_ivec *vec);
 int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud);
 void unionfs_dir_changed(struct inode *dir);
 u64 unionfs_dir_snap(struct inode *dir);
+#define UNIONFS_SNAP_RACY	U64_MAX	/* stands for no state: compare unequal */
+u64 unionfs_dir_snap_trusted(struct inode *dir);
 void unionfs_perm_forget(struct inode *inode);
 bool unionfs_vec_same(struct inode *inode, struct unionfs_dentry_info *ud);
 /* A bounded copy of @d's name (@buf: NAME_MAX + 1 bytes); RCU-walk safe. */

@@ -7,7 +7,8 @@
 # union's own changes are never reported as direct modifications: 4 workers create,
 # rename, remove and copy up through the union only (coherency=notify and reval) and the
 # hazard counters stay 0, dmesg has no "modified directly" and no "branch -1"; one direct
-# change made afterwards is still detected.
+# change made afterwards is still detected. Two direct changes within one clock tick are
+# both seen, by a cached listing and by a cached missing name.
 # timeout: 300
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
@@ -173,7 +174,7 @@ print(done)
 PY
 
 own_changes() {	# own_changes MODE
-	local mode=$1 d=$T/own-$1 M B0 B1 B2 pids=() i k rc=0 hz
+	local mode=$1 d=$T/own-$1 M B0 B1 B2 pids=() i k rc=0 hz b
 	mkdir -p "$d"; branch_fs tmpfs "$d" 3
 	M=$d/m B0=$d/b0 B1=$d/b1 B2=$d/b2; mkdir -p "$M"
 	for i in 0 1 2 3; do mkdir -p "$B0/d$i" "$B1/d$i" "$B2/d$i"; done
@@ -183,7 +184,7 @@ own_changes() {	# own_changes MODE
 	done
 	for i in $(seq 0 59); do
 		if ((i % 3 == 0)); then mkdir -p "$B2/d$((i % 4))/U$i"; echo u > "$B2/d$((i % 4))/U$i/f"
-		else echo u > "$B$((1 + i % 2))/d$((i % 4))/U$i"; fi
+		else b=B$((1 + i % 2)); echo u > "${!b}/d$((i % 4))/U$i"; fi
 	done
 	dmesg_mark
 	check "$mode: mount 3 branches" mount -i -t unionfs \
@@ -218,4 +219,64 @@ own_changes() {	# own_changes MODE
 }
 own_changes notify
 own_changes reval
+
+# ---- two direct changes within one clock tick ---------------------------------------------
+# A ctime is tick-coarse: a listing cached, or a name looked up, in the tick of a direct
+# change must not stand for "unchanged" when a second change comes in the same tick.
+same_tick() {	# same_tick MODE
+	local mode=$1 d=$T/tick-$1 M B0 B1 out
+	mkdir -p "$d"; branch_fs tmpfs "$d" 2
+	M=$d/m B0=$d/b0 B1=$d/b1; mkdir -p "$M" "$B1/l" "$B1/n" "$B0/s" "$B1/s"
+	check "$mode: mount" mount -i -t unionfs -o "dirs=$B0:$B1=ro,coherency=$mode" none "$M" || return
+	out=$(timeout -s KILL $(t_limit 150) python3 - "$M" "$B0" "$B1" <<'PY'
+import os, sys, time
+m, b0, b1 = sys.argv[1:]
+miss_ls = miss_name = miss_shadow = moved = 0
+for i in range(300):
+    open(f"{b1}/l/a{i}", "w").close()       # a direct change
+    os.listdir(f"{m}/l")                    # a listing cached in its tick
+    open(f"{b1}/l/b{i}", "w").close()       # a second change, often in the same tick
+    if f"b{i}" not in os.listdir(f"{m}/l"):
+        miss_ls += 1
+    open(f"{b1}/n/a{i}", "w").close()
+    try:
+        os.stat(f"{m}/n/b{i}")              # a negative name cached in the tick
+    except FileNotFoundError:
+        pass
+    open(f"{b1}/n/b{i}", "w").close()
+    try:
+        os.stat(f"{m}/n/b{i}")
+    except FileNotFoundError:
+        miss_name += 1
+    with open(f"{b1}/s/f{i}", "w") as f:
+        f.write("lower")                    # a file below its parent's first branch
+    os.stat(f"{m}/s/f{i}")                  # looked up in the tick
+    with open(f"{b0}/s/f{i}", "w") as f:
+        f.write("upper")                    # shadowed above, often in the same tick
+    with open(f"{m}/s/f{i}") as f:
+        miss_shadow += f.read() != "upper"
+    with open(f"{b0}/s/r{i}", "w") as f:
+        f.write("r")                        # a file in its parent's first branch
+    os.stat(f"{m}/s/r{i}")                  # looked up in the tick
+    if i % 10 == 0:
+        time.sleep(0.05)                    # and again, out of it
+        os.stat(f"{m}/s/r{i}")
+    os.rename(f"{b0}/s/r{i}", f"{b0}/s/q{i}")
+    moved += os.path.exists(f"{m}/s/r{i}") or not os.path.exists(f"{m}/s/q{i}")
+print(miss_ls, miss_name, miss_shadow, moved)
+PY
+)
+	set -- $out
+	is "$mode: a listing read in the tick of a direct change shows a second one (300 rounds)" \
+		"${1-$out}" 0
+	is "$mode: a name found missing in the tick of a direct change shows when made (300 rounds)" \
+		"${2-$out}" 0
+	is "$mode: a lower file looked up in the tick of a direct change shows the copy made above" \
+		"${3-$out}" 0
+	is "$mode: a file renamed in its branch after a lookup in the tick of a change shows renamed" \
+		"${4-$out}" 0
+	check "$mode: umount" umount "$M"
+}
+same_tick reval
+same_tick notify
 finish
