@@ -246,6 +246,7 @@ umount "$M"
 rm -rf "$B0"/* "$B1"/*	# room for the big files
 
 # one big copy-up (seconds) racing rm, and one racing mv
+wopen() { : >> "$1"; }	# an open for writing: the copy-up (was undefined: raced nothing)
 head -c $((128 << 20)) /dev/zero | tr '\0' 'z' > "$B1/big1"
 cp "$B1/big1" "$B1/big2"
 U
