@@ -620,6 +620,7 @@ static int unionfs_copyup_publish(struct unionfs_copyup_ctx *c)
 					   d_inode(c->spath.dentry), c->dentry);
 		if (IS_ERR(ixd))
 			return PTR_ERR(ixd);
+		unionfs_race_window();	/* tests/t/58 "failed publish" */
 	}
 	target = unionfs_lock_lookup(bt, c->t, c->lparent, c->name->name,
 				     c->name->len);
@@ -853,7 +854,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	struct dentry *src, *lparent, *newld;
 	const struct cred *old;
 	loff_t copied = 0, size;
-	bool top, opaque = false, group, ixl = false;
+	bool top, opaque = false, group, first, ixl = false;
 	int b, bend, err;
 	u64 t0;
 
@@ -905,6 +906,14 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	if (group)
 		err = unionfs_index_copyup_link(dentry, src, b, lparent, t,
 						&newld);
+	/*
+	 * The group's first copy-up (it makes the index entry): until it
+	 * has rekeyed this inode or failed and removed the entry, a lookup
+	 * of another name does not take the entry (unionfs_iget_group).
+	 */
+	first = group && err == 1;
+	if (first)
+		unionfs_index_publishing(inode, true);
 	if (err == 1 || (!err && !group)) {
 		newld = unionfs_copyup_one(bt, dentry, src, b, lparent, t,
 					   &dentry->d_name, len, &copied,
@@ -925,21 +934,24 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 			ud->bwh = -1;
 		}
 		spin_unlock(&ud->lock);
-		err = unionfs_inode_set_vec(inode, ud);
 		/*
 		 * The other names of a link group follow (index.c). From
 		 * the index entry's publish (unionfs_copyup_one) to the
 		 * rekey, a lookup of one of them finds the entry while this
 		 * inode is hashed by the lower member: under the mount's
-		 * ix_lock, it looks for this inode by both keys
-		 * (unionfs_iget_group).
+		 * ix_lock, it looks for this inode by both keys and does not
+		 * take the entry while ix_publish is set
+		 * (unionfs_iget_group). The vector is set under it too, so
+		 * that such a lookup's (of the lower member) comes before.
 		 */
 		ixl = top && group;
 		if (ixl) {
 			unionfs_race_window();
 			mutex_lock(&UNIONFS_SB(sb)->ix_lock);
-			group = unionfs_index_copied_up(dentry, src, t, newld);
 		}
+		err = unionfs_inode_set_vec(inode, ud);
+		if (ixl)
+			group = unionfs_index_copied_up(dentry, src, t, newld);
 		/*
 		 * A copy that was no group candidate (from a writable branch,
 		 * where the group's index is, to a higher one) leaves the
@@ -951,14 +963,18 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 			unionfs_inode_rekey(inode, d_inode(newld),
 					    unionfs_br(bt, t),
 					    group ? NULL : dentry);
-		if (ixl)
+		if (ixl) {
+			WRITE_ONCE(UNIONFS_I(inode)->ix_publish, false);
 			mutex_unlock(&UNIONFS_SB(sb)->ix_lock);
+		}
 		/* our own change of the parent's lower directory */
 		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
 			   unionfs_dir_snap(d_inode(parent)));
 		if (top)
 			unionfs_copy_attr(inode, d_inode(newld));
 	}
+	if (first && !ixl)
+		unionfs_index_publishing(inode, false);
 	unionfs_trace_dname(unionfs_copyup_end, sb, dentry, inode->i_ino, b, t,
 			    size, copied, reason, err, ktime_get_ns() - t0);
 	dput(lparent);

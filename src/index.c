@@ -300,6 +300,71 @@ bool unionfs_index_relook(struct super_block *sb,
 }
 
 /*
+ * Mark (@on) or unmark @inode's link group's first copy-up, which makes
+ * its index entry (unionfs_copyup_locked, no freeze protection held).
+ */
+void unionfs_index_publishing(struct inode *inode, bool on)
+{
+	struct unionfs_sb_info *sbi = UNIONFS_SB(inode->i_sb);
+
+	mutex_lock(&sbi->ix_lock);
+	WRITE_ONCE(UNIONFS_I(inode)->ix_publish, on);
+	mutex_unlock(&sbi->ix_lock);
+}
+
+/*
+ * unionfs_iget_group, under ix_lock: @ud (not published yet) took an
+ * index entry that is not final, made by a copy-up of another name of the
+ * group still in flight, or removed after that copy-up failed. The name
+ * shows its lower member instead: a copy-up that succeeds adopts it
+ * (unionfs_index_copied_up); one that failed left the lower file as it
+ * was, and a write through this name copies it up itself. The entry is
+ * put after ix_lock (unionfs_index_drop: its last put may evict a copy).
+ * -ESTALE if the name has no lower member (never: an entry is attached
+ * over one).
+ */
+int unionfs_index_detach(struct unionfs_dentry_info *ud)
+{
+	char key[UNIONFS_IXKEY_LEN];
+	struct dentry *ix = NULL;
+	int t, b;
+
+	lockdep_assert_held(&UNIONFS_SB(ud->bt->sb)->ix_lock);
+
+	spin_lock(&ud->lock);
+	t = ud->bstart;
+	for (b = t + 1; b <= ud->bend && !ud->lower[b]; b++)
+		;
+	if (!WARN_ON_ONCE(b > ud->bend)) {
+		ix = ud->lower[t];
+		ud->lower[t] = NULL;
+		ud->bstart = b;
+	}
+	spin_unlock(&ud->lock);
+	if (!ix)
+		return -ESTALE;
+	if (trace_unionfs_index_enabled()) {
+		unionfs_index_key(d_inode(ud->lower[b]), key);
+		trace_unionfs_index(ud->bt->sb, "", t, key, "detached", 0);
+	}
+	WARN_ON_ONCE(ud->ixdrop);
+	ud->ixdrop = ix;
+	return 0;
+}
+
+/*
+ * The lookup of @ud, before it publishes @ud: the entry it did not take,
+ * for it to put after ix_lock (or NULL).
+ */
+struct dentry *unionfs_index_drop(struct unionfs_dentry_info *ud)
+{
+	struct dentry *ix = ud->ixdrop;
+
+	ud->ixdrop = NULL;
+	return ix;
+}
+
+/*
  * A new union inode over @ud: an upper member of a group (an index entry
  * or a link of one: nlink > 1, or the entry itself) counts its names with
  * the xattr (unionfs_index_nlink). Called before its attributes are set.
@@ -558,10 +623,14 @@ void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e)
 {
 	struct dentry *dir = dget_parent(e);
 
+	int err = -ESTALE;
+
 	inode_lock_nested(d_inode(dir), I_MUTEX_PARENT);
 	if (e->d_parent == dir && !d_unhashed(e) && d_really_is_positive(e))
-		unionfs_do_unlink(bt, t, d_inode(dir), e);
+		err = unionfs_do_unlink(bt, t, d_inode(dir), e);
 	unionfs_index_changed(bt->sb);
+	/* the entry's name is its key; stable under the directory's lock */
+	unionfs_trace_index(bt->sb, NULL, t, e->d_name.name, "removed", err);
 	inode_unlock(d_inode(dir));
 	dput(dir);
 }

@@ -842,7 +842,10 @@ static struct inode *unionfs_iget_rekey(struct inode *inode,
  * dropped: POSIX locks through the two names did not conflict). One found
  * by the lower member with no copy-up holding it (a lookup that raced the
  * copy-up and made its own) is moved onto the entry here, with the
- * group's count of names.
+ * group's count of names. An entry whose first copy-up is still in flight
+ * (ix_publish) or that is gone (that copy-up failed and unlinked it) is
+ * not the group's yet: the name shows its lower member (before, a name
+ * that opened such an entry wrote into an unlinked file).
  */
 static struct inode *unionfs_iget_group(struct super_block *sb,
 					struct unionfs_dentry_info *ud)
@@ -856,16 +859,28 @@ static struct inode *unionfs_iget_group(struct super_block *sb,
 		if (ud->lower[b])
 			li = d_inode(ud->lower[b]);
 	inode = ilookup5(sb, (unsigned long)ix, unionfs_inode_test, ix);
-	if (inode) {
-		inode = unionfs_iget_follow(inode, ud);
-	} else if (li) {
-		inode = ilookup5(sb, (unsigned long)li, unionfs_inode_test, li);
-		if (inode)
-			inode = unionfs_iget_rekey(inode, ud, ix);
+	if (inode)
+		return unionfs_iget_follow(inode, ud);
+	inode = li ? ilookup5(sb, (unsigned long)li, unionfs_inode_test, li) :
+		     NULL;
+	if ((inode && READ_ONCE(UNIONFS_I(inode)->ix_publish)) ||
+	    d_unhashed(ud->lower[ud->bstart]) || !ix->i_nlink) {
+		/*
+		 * Not the group's (yet): the lower member. A copy-up in
+		 * flight sets the inode's vector under ix_lock, after this.
+		 */
+		int err = unionfs_index_detach(ud);
+
+		if (err) {
+			iput(inode);
+			return ERR_PTR(err);
+		}
+		return inode ? unionfs_iget_follow(inode, ud) :
+			       unionfs_iget_new(sb, ud);
 	}
-	if (!inode)
-		inode = unionfs_iget_new(sb, ud);
-	return inode;
+	if (inode)
+		return unionfs_iget_rekey(inode, ud, ix);
+	return unionfs_iget_new(sb, ud);
 }
 
 /*

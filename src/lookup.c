@@ -597,6 +597,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	struct unionfs_dentry_info *ud;
 	struct inode *inode = NULL;
 	struct dentry *alias;
+	struct dentry *ixdrop = NULL;
 	const struct cred *old;
 	bool ixl;
 	int err;
@@ -627,9 +628,12 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 		mutex_lock(&UNIONFS_SB(sb)->ix_lock);
 	if (ud->bstart >= 0) {
 		inode = unionfs_iget(sb, ud);
+		/* an index entry it did not take: put after ix_lock */
+		ixdrop = unionfs_index_drop(ud);
 		if (IS_ERR(inode)) {
 			if (ixl)
 				mutex_unlock(&UNIONFS_SB(sb)->ix_lock);
+			dput(ixdrop);
 			unionfs_free_dinfo(ud);
 			return ERR_CAST(inode);
 		}
@@ -638,6 +642,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	alias = d_splice_alias(inode, dentry);
 	if (ixl)
 		mutex_unlock(&UNIONFS_SB(sb)->ix_lock);
+	dput(ixdrop);
 	/*
 	 * A directory already has a dentry (in use: a cwd, an open file, a
 	 * mount below it) that d_splice_alias() moved here: it must take

@@ -33,6 +33,7 @@ static struct inode *unionfs_alloc_inode(struct super_block *sb)
 	ui->dir_version = 1;
 	ui->rdcache = NULL;
 	ui->ix_lower = -1;
+	ui->ix_publish = false;
 	return &ui->vfs_inode;
 }
 

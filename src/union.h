@@ -20,8 +20,12 @@
  *      waits for a descendant's.
  *   3a. the mount's ix_lock (index.c): a link group's union inode found
  *      through its index entry (a lookup holds it from unionfs_iget to
- *      d_splice_alias), or rekeyed to it after the group's copy-up.
- *      Inside it, a cu_lock only with mutex_trylock.
+ *      d_splice_alias), rekeyed to it after the group's copy-up, and the
+ *      inode's ix_publish (set before the group's first copy-up, cleared
+ *      after its rekey or its failure: a lookup never takes an entry
+ *      whose publish is in flight or that is unlinked). Inside it, a
+ *      cu_lock only with mutex_trylock. Never taken with freeze
+ *      protection held; nothing under it takes any.
  *   4. the branch's freeze protection (mnt_want_write or, per data chunk
  *      of a copy-up, file_start_write): one level at a time, never nested
  *      on one branch superblock.
@@ -255,6 +259,12 @@ struct unionfs_dentry_info {
 	union {
 		struct rcu_head rcu;
 		struct work_struct work;	/* a user's last put */
+		/*
+		 * A lookup's index entry it did not take (unionfs_index_detach),
+		 * put once ix_lock is dropped: its last put may evict a copy
+		 * in the branch fs. Before the info is published only.
+		 */
+		struct dentry *ixdrop;
 	};
 	struct dentry *lower[];
 };
@@ -299,6 +309,7 @@ struct unionfs_inode_info {
 	unsigned int attr_gen;	/* bumped by every attribute change by us */
 	struct unionfs_rdcache *rdcache;	/* merged listing, under i_lock */
 	int ix_lower;		/* a link group's lower names shown (index.c), or -1 */
+	bool ix_publish;	/* its group's first copy-up runs (ix_lock) */
 };
 
 struct unionfs_file_info {
@@ -657,6 +668,9 @@ bool unionfs_index_moved(struct super_block *sb,
 			 struct unionfs_dentry_info *ud);
 bool unionfs_index_relook(struct super_block *sb,
 			  struct unionfs_dentry_info *ud);
+int unionfs_index_detach(struct unionfs_dentry_info *ud);
+struct dentry *unionfs_index_drop(struct unionfs_dentry_info *ud);
+void unionfs_index_publishing(struct inode *inode, bool on);
 void unionfs_index_inode_init(struct inode *inode,
 			      struct unionfs_dentry_info *ud);
 unsigned int unionfs_index_nlink(const struct inode *inode,
@@ -778,9 +792,10 @@ static inline int unionfs_fault(enum unionfs_fault_site_id site)
  * decided a branch index on one branch table and has yet to read a
  * dentry's lower dentry for it (create, unlink, copy-up), to widen the
  * window that a concurrent branch change must hit (tests/t/63); and in a
- * link group's copy-up between the index entry's publish and the union
- * inode's rekey, and (three times) in a lookup of a group's lower member
- * that found no index entry, before it gets its union inode (tests/t/58).
+ * link group's copy-up after the index entry is made, and between the
+ * copy's publish and the union inode's rekey, and (three times) in a
+ * lookup of a group's lower member that found no index entry, before it
+ * gets its union inode (tests/t/58).
  */
 extern unsigned int unionfs_race_delay_us;
 void unionfs_race_window_slow(void);

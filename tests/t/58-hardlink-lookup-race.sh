@@ -2,9 +2,11 @@
 # Hard links: one union inode per link group during a copy-up (docs/concepts.md "Hard
 # links"). A name of a group looked up while another name's copy-up has made the group's
 # index entry but not yet rekeyed its union inode to it must get that inode, not a second
-# one: POSIX locks taken through the two names must conflict. The test build's debugfs
-# race_delay_us holds the copy-up in that window (100 ms) while the test looks the other
-# name up; the lookup is started as soon as the index entry shows in the writable branch.
+# one: POSIX locks taken through the two names must conflict. (It gets it over its lower
+# file; the copy-up, once done, moves the name over to the entry.) The test build's
+# debugfs race_delay_us holds the copy-up in that window (100 ms) while the test looks the
+# other name up; the lookup is started as soon as the index entry shows in the writable
+# branch.
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest
@@ -125,6 +127,67 @@ is "late lookup: a lock through one name holds through the other (of $N groups)"
 is "late lookup: both names: one st_ino, one content" \
 	"$(for ((i = 0; i < N; i++)); do [[ $(stat -c %i "$D/m/h$i.a") == $(stat -c %i "$D/m/h$i.b") &&
 		$(cat "$D/m/h$i.b") == $'o\nA' ]] || echo "h$i"; done)" ""
+
+# A failed publish: the copy-up of one name makes the group's index entry, then fails
+# (copyup_rename, once) and removes it. A name looked up while the entry existed (the
+# test build holds the copy-up 100 ms after making it) must not have taken it: before,
+# its open went to the removed entry and its write was lost. Now it shows the lower
+# file, and its own write copies the group up.
+for ((i = 0; i < N; i++)); do
+	echo o > "$D/b1/f$i.a"; ln "$D/b1/f$i.a" "$D/b1/f$i.b"
+done
+INJ=/sys/kernel/debug/unionfs/inject
+echo 100000 > "$DELAY"
+out=$(timeout -s KILL $(t_limit 240) python3 - "$D/m" "$D/b0" $N "$INJ" <<'PY' 2>&1
+import errno, os, sys, time
+m, b0, n, inj = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+ix = b0 + "/.wh..wh.unionfs.index"
+seen = inwin = 0
+for i in range(n):
+    a, b = "%s/f%d.a" % (m, i), "%s/f%d.b" % (m, i)
+    os.stat(a)                      # a's union inode, over the lower file
+    before = len(os.listdir(ix))
+    with open(inj, "w") as f:
+        f.write("copyup_rename errno=5 times=1\n")
+    pid = os.fork()
+    if pid == 0:                    # a's copy-up: makes the entry, fails 100 ms later
+        try:
+            with open(a, "a") as f:
+                f.write("A\n")
+            os._exit(1)
+        except OSError as e:
+            os._exit(0 if e.errno == errno.EIO else 2)
+    t0 = time.time()
+    while time.time() - t0 < 30 and len(os.listdir(ix)) <= before:
+        pass
+    if len(os.listdir(ix)) > before:
+        seen += 1
+    os.stat(b)                      # b's lookup ...
+    if len(os.listdir(ix)) > before:
+        inwin += 1                  # ... while the entry existed
+    try:
+        fd = os.open(b, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, b"B\n")
+        os.close(fd)
+    except OSError as e:
+        print("f%d: b: %s" % (i, e))
+    st = os.waitpid(pid, 0)[1]
+    if os.WEXITSTATUS(st) != 0:
+        print("f%d: a's append did not fail with EIO (%d)" % (i, os.WEXITSTATUS(st)))
+print("entry seen %d, b looked up while it existed %d" % (seen, inwin))
+PY
+)
+echo 0 > "$DELAY"; echo "clear all" > "$INJ"
+is "failed publish: each write through the other name, each failed copy-up EIO" \
+	"$out" "entry seen $N, b looked up while it existed $N"
+is "failed publish: both names: one st_ino, nlink 2, the second writer's content" \
+	"$(for ((i = 0; i < N; i++)); do [[ $(stat -c %i "$D/m/f$i.a") == $(stat -c %i "$D/m/f$i.b") &&
+		$(stat -c %h "$D/m/f$i.a") == 2 && $(cat "$D/m/f$i.a") == $'o\nB' &&
+		$(cat "$D/m/f$i.b") == $'o\nB' ]] || echo "f$i"; done)" ""
+is "failed publish: one index entry per group, each showing one lower name" \
+	"$(for e in "$D/b0/.wh..wh.unionfs.index"/*; do getfattr --absolute-names --only-values \
+		-n trusted.unionfs.nlink "$e"; echo; done | sort | uniq -c | awk '{ print $1, $2 }')" \
+	"$((3 * N)) 1"
 check "umount" umount "$D/m"
 is "no oops, WARN or BUG in the kernel log" "$(dmesg_bad)" ""
 finish
