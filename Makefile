@@ -28,7 +28,7 @@
 #   make install [DESTDIR=...] | dkms-src | dist   packaging (see the packaging block below)
 #   make check T="WORD..."   only the guest/host test files whose name contains a WORD
 #   make pjdfstest PJDFSTEST=/path/to/pjdfstest [PJD_FS=unionfs,overlay,tmpfs] [PJD_TESTS="chmod
-#                   rename/00.t"] [PJD_JOBS=2]: pjdfstest (built in that tree, never part of this
+#                   rename/00.t"] [PJD_JOBS=2]: pjdfstest (built in that tree if needed, never part of this
 #                   one) in one guest boot on unionfs, overlayfs and tmpfs, compared per .t file
 #                   (tests/tools/pjdfstest-run.sh; results in build/pjdfstest-results/)
 #
@@ -221,8 +221,10 @@ soak: deps modules kernel initramfs module-btf
 PJD_FS   ?= unionfs,overlay,tmpfs
 PJD_JOBS ?= 2
 pjdfstest: deps modules kernel initramfs
-	@[ -n "$(PJDFSTEST)" ] && [ -x "$(PJDFSTEST)/pjdfstest" ] || { echo "pjdfstest: PJDFSTEST=DIR," \
-		"a pjdfstest tree with the pjdfstest binary built (autoreconf -ifs && ./configure && make pjdfstest)" >&2; exit 2; }
+	@[ -n "$(PJDFSTEST)" ] && [ -f "$(PJDFSTEST)/pjdfstest.c" ] || { echo "pjdfstest: PJDFSTEST=DIR," \
+		"a pjdfstest tree (e.g. git clone https://github.com/pjd/pjdfstest build/pjdfstest)" >&2; exit 2; }
+	@[ -x "$(PJDFSTEST)/pjdfstest" ] || { $(MAKE) --no-print-directory deps PKGS="autoconf automake" && \
+		cd $(PJDFSTEST) && autoreconf -ifs >/dev/null && ./configure >/dev/null && $(MAKE) -s pjdfstest; }
 	@BOOT_TIMEOUT=$${BOOT_TIMEOUT:-14400} qemu-debug/boot -- tests/tools/pjdfstest-run.sh \
 		--fs $(PJD_FS) --jobs $(PJD_JOBS) $(abspath $(PJDFSTEST)) $(PJD_TESTS)
 

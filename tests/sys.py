@@ -13,7 +13,10 @@ so this runs the raw syscall through libc and prints "OK" or the errno name
   sys.py mknod PATH fifo|sock|chr MAJ MIN
   sys.py open PATH FLAGS                         FLAGS: r w rw a t c x (letters)
   sys.py truncate PATH LEN | chmod PATH OCTAL | chown PATH UID GID
-  sys.py setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME
+  sys.py setxattr PATH NAME VALUE [create|replace] | getxattr PATH NAME
+  sys.py removexattr PATH NAME
+  sys.py setacl PATH UID                         access ACL: owner rw, UID r, group r, other r
+  sys.py utime PATH [SECONDS]                    utimes to SECONDS, or to now (NULL)
   sys.py getdents PATH BUFSIZE                   list names using getdents64 with a small buffer
   sys.py seekdir PATH                            telldir/seekdir walk: prints names, checks resume
   sys.py ioctl PATH REQ [INT]                    ioctl with an int argument (prints the int back)
@@ -191,7 +194,7 @@ def main(argv):
                     fl |= f
             os.close(os.open(a[0], fl, 0o644))
         elif op == "utime":
-            os.utime(a[0], (int(a[1]), int(a[1])))
+            os.utime(a[0], (int(a[1]), int(a[1])) if len(a) > 1 else None)
         elif op == "truncate":
             os.truncate(a[0], int(a[1]))
         elif op == "chmod":
@@ -199,7 +202,14 @@ def main(argv):
         elif op == "chown":
             os.chown(a[0], int(a[1]), int(a[2]))
         elif op == "setxattr":
-            os.setxattr(a[0], a[1], b(a[2]))
+            fl = {"create": os.XATTR_CREATE, "replace": os.XATTR_REPLACE}
+            os.setxattr(a[0], a[1], b(a[2]), fl[a[3]] if len(a) > 3 else 0)
+        elif op == "setacl":
+            # POSIX ACL xattr v2: USER_OBJ rw, USER uid r, GROUP_OBJ r, MASK r, OTHER r
+            und = 0xffffffff
+            os.setxattr(a[0], "system.posix_acl_access", struct.pack("<I", 2) + b"".join(
+                struct.pack("<HHI", t, p, i) for t, p, i in
+                ((1, 6, und), (2, 4, int(a[1])), (4, 4, und), (0x10, 4, und), (0x20, 4, und))))
         elif op == "getxattr":
             print(os.getxattr(a[0], a[1]).decode(errors="replace"))
         elif op == "removexattr":

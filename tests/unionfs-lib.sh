@@ -4,6 +4,18 @@
 #                     "ext4" (one loop-mounted ext4 image per branch)
 #   umount_union MNT  umount and check nothing is left mounted there
 S=tests/sys.py
+# One python for many sys.py calls (each ~1 s less than a new python3):
+#   sy_start          start "sys.py batch" as a coprocess of this shell (once per file)
+#   sy WHO OP ARGS... one call in a child as WHO ("-": as is, UID or UID:G1,G2: no
+#                     capabilities); prints its last line (OK or the errno name). Works in
+#                     $(...), not in a background job (the coprocess is this shell's).
+sy_start() { coproc SYB { exec python3 "$S" batch 2>&1; }; }
+sy() {
+	local q= a
+	for a; do q+="'${a//\'/\'\\\'\'}' "; done
+	echo "$q" >&"${SYB[1]}" && IFS= read -r a <&"${SYB[0]}" || a="sy: the batch died"
+	echo "$a"
+}
 
 # Fault injection (/sys/kernel/debug/unionfs/inject, crash_at) exists only in a module built
 # with FAULT_INJECTION=1 (make check and the other test targets build it so). A test that needs

@@ -13,6 +13,7 @@ mk_tmpdir
 V=/tmp/v$$	# short paths for the 128-branch union (mount(2) data is one page)
 trap '_t_cleanup; rm -rf "$V"' EXIT
 modprobe loop
+sy_start
 branch_fs tmpfs "$T" 3
 B0=$T/b0 B1=$T/b1 B2=$T/b2 M=$T/m M2=$T/m2
 mkdir -p "$M" "$M2" "$B0/d" "$B1/x" "$B1/z" "$B2/x/y" "$T/o" "$T/u2"
@@ -45,7 +46,7 @@ refuse() {
 	path=${spec%=r[ow]}
 	if [[ $only != add ]]; then
 		dmesg_mark
-		got=$($S mount none "$M2" unionfs "dirs=$B2/x:$spec")
+		got=$(sy - mount none "$M2" unionfs "dirs=$B2/x:$spec")
 		lines=$(dmesg_since_mark | grep -a 'unionfs: ')
 		[[ $got == OK ]] && umount "$M2"
 		is "mount: $desc: errno" "$got" "$want"
@@ -53,9 +54,9 @@ refuse() {
 	fi
 	if [[ $only != mount ]]; then
 		dmesg_mark
-		got=$($S remount "$M" "add=:$spec")
+		got=$(sy - remount "$M" "add=:$spec")
 		lines=$(dmesg_since_mark | grep -a 'unionfs: ')
-		[[ $got == OK ]] && $S remount "$M" "del=$path" > /dev/null
+		[[ $got == OK ]] && sy - remount "$M" "del=$path" > /dev/null
 		is "add=: $desc: errno" "$got" "$want"
 		one_line "add=: $desc" "$lines" "unionfs: remount: add: '$path'" "$re"
 		is "add=: $desc: union unchanged" "$(dirs "$M")" "$before"
@@ -158,26 +159,26 @@ fi
 
 # too many branches: 128 is the most
 mkdir -p "$V"
-for i in $(seq 0 128); do mkdir "$V/$i"; done
+mkdir "$V"/{0..128}
 many=$(for i in $(seq 0 127); do printf '%s:' "$V/$i"; done)
 dmesg_mark
-is "mount: 129 branches: errno" "$($S mount none "$M2" unionfs "dirs=$many$V/128")" E2BIG
+is "mount: 129 branches: errno" "$(sy - mount none "$M2" unionfs "dirs=$many$V/128")" E2BIG
 one_line "mount: 129 branches" "$(dmesg_since_mark | grep -a 'unionfs: ')" "unionfs: mount: " \
 	"129 branches given, at most 128"
 mkdir -p "$T/mm"
 check "mount 128 branches" mount -i -t unionfs -o "dirs=${many%:}" none "$T/mm"
 before128=$(dirs "$T/mm")
 dmesg_mark
-is "add=: a 129th branch: errno" "$($S remount "$T/mm" "add=:$V/128")" E2BIG
+is "add=: a 129th branch: errno" "$(sy - remount "$T/mm" "add=:$V/128")" E2BIG
 one_line "add=: a 129th branch" "$(dmesg_since_mark | grep -a 'unionfs: ')" \
 	"unionfs: remount: add: '$V/128'" "more than 128 branches"
 is "add=: a 129th branch: union unchanged" "$(dirs "$T/mm")" "$before128"
 check "umount the 128-branch union" umount "$T/mm"
 
 # good branches are still taken (the same ones, both ways)
-is "mount: a good branch taken" "$($S mount none "$M2" unionfs "dirs=$B2/x:$T/o=ro")" OK
+is "mount: a good branch taken" "$(sy - mount none "$M2" unionfs "dirs=$B2/x:$T/o=ro")" OK
 check "umount" umount "$M2"
-is "add=: a good branch taken" "$($S remount "$M" "add=:$B2/x=ro")" OK
+is "add=: a good branch taken" "$(sy - remount "$M" "add=:$B2/x=ro")" OK
 is "add=: a good branch shows" "$(dirs "$M")" "$before:$B2/x=ro"
 check "umount the add= union" umount "$M"
 check "umount the other union" umount "$T/u2"
@@ -196,7 +197,7 @@ ino_mount="$(stat -c %i "$M/h") $(stat -c %i "$M/f") $(stat -c %i "$M/g")"
 is "fsidx of the third file system (4th branch) at mount" "$(top "$M/g")" 2
 check "umount" umount "$M"
 check "mount b0" mount -i -t unionfs -o "dirs=$B0" none "$M"
-is "add= b1/x, b1/z, b2" "$($S remount "$M" "add=:$B1/x=ro,add=:$B1/z=ro,add=:$B2=ro")" OK
+is "add= b1/x, b1/z, b2" "$(sy - remount "$M" "add=:$B1/x=ro,add=:$B1/z=ro,add=:$B2=ro")" OK
 is "same branch list" "$(dirs "$M")" "$B0=rw:$B1/x=ro:$B1/z=ro:$B2=ro"
 is "same inode numbers as the mount" \
 	"$(stat -c %i "$M/h") $(stat -c %i "$M/f") $(stat -c %i "$M/g")" "$ino_mount"

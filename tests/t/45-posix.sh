@@ -17,38 +17,20 @@ mk_tmpdir
 modprobe loop
 chmod 755 "$T"
 dmesg_mark
-P=$T/px.py
-cat > "$P" <<'PY'
-import errno, mmap, os, struct, sys
-def acl_blob():
-    # POSIX ACL xattr v2: USER_OBJ rw, USER 4343 r, GROUP_OBJ r, MASK r, OTHER r
-    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in
-        ((1, 6, 0xffffffff), (2, 4, 4343), (4, 4, 0xffffffff), (0x10, 4, 0xffffffff),
-         (0x20, 4, 0xffffffff)))
-def run(op, a):
-    if op == "setacl":
-        os.setxattr(a[0], "system.posix_acl_access", acl_blob())
-    elif op == "setx":
-        fl = {"": 0, "create": os.XATTR_CREATE, "replace": os.XATTR_REPLACE}[a[3] if len(a) > 3 else ""]
-        os.setxattr(a[0], a[1], a[2].encode(), fl)
-    elif op == "rmx":
-        os.removexattr(a[0], a[1])
-    elif op == "utimenull":
-        os.utime(a[0], None)
-    elif op == "chownnop":
-        os.chown(a[0], -1, -1)
-    else:
-        raise SystemExit("bad op " + op)
-try:
-    run(sys.argv[1], sys.argv[2:])
-    print("OK")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, str(e.errno)))
-PY
 
-AS=(setpriv --reuid=4343 --regid=4343 --clear-groups --inh-caps=-all --bounding-set=-all)
-u() { "${AS[@]}" python3 "$PWD/$S" "$@" 2>&1 | tail -n 1; }
-ux() { "${AS[@]}" python3 "$P" "$@" 2>&1 | tail -n 1; }
+sy_start	# one python: the calls below as uid 4343 (no capabilities) or as root
+u() { sy 4343 "$@"; }
+ux() {	# ux OP PATH ...: as uid 4343: setacl (4343 may read), setx, rmx, utimenull (utimes NULL)
+	local op=$1
+	shift
+	case $op in
+	setacl) sy 4343 setacl "$1" 4343;;
+	setx) sy 4343 setxattr "$@";;
+	rmx) sy 4343 removexattr "$@";;
+	utimenull) sy 4343 utime "$1";;
+	*) echo "ux: unknown op $op";;
+	esac
+}
 
 # ---- A: refused modifications copy nothing up --------------------------------------------
 # the same objects in a plain tmpfs (N) and in the read-only branch of a union (b1)
@@ -121,7 +103,7 @@ echo "$hl" > /proc/sys/fs/protected_hardlinks
 # what is allowed still works (and copies up)
 is "A: the user may set an ACL on its own file" "$(ux setacl "$M/mine")" "OK"
 is "A: ... which was copied up with it" "$(getfattr -n system.posix_acl_access --only-values "$T/a/b0/mine" 2>/dev/null | od -An -tx1 | tr -d ' \n' | head -c 8)" "02000000"
-is "A: root may remove a security.* xattr of a lower file" "$(python3 "$P" rmx "$M/pub" security.here) $(getfattr -n security.here "$T/a/b0/pub" 2>&1 | grep -c 'No such attribute')" "OK 1"
+is "A: root may remove a security.* xattr of a lower file" "$(sy - removexattr "$M/pub" security.here) $(getfattr -n security.here "$T/a/b0/pub" 2>&1 | grep -c 'No such attribute')" "OK 1"
 check "A: umount" umount "$M"
 umount "$T/N"
 
@@ -182,6 +164,8 @@ branch_fs tmpfs "$T/b" 2
 check "B: mount b0=rw:b1=ro (tmpfs)" mount -i -t unionfs -o "dirs=$T/b/b0=rw:$T/b/b1=ro" none "$T/b/m"
 nat=$(python3 "$T/w.py" "$T/b/N" 2>&1)
 uni=$(python3 "$T/w.py" "$T/b/m" 2>&1)
+KEYS="RWF_APPEND,RWF_DSYNC,RWF_SYNC,RWF_HIPRI,O_APPEND pwrite,F_SETFL O_APPEND,F_SETFL 0,preadv2 RWF_HIPRI,"
+is "B: tmpfs answered every case (the reference is complete)" "$(cut -d: -f1 <<< "$nat" | tr '\n' ,)" "$KEYS"
 while IFS= read -r line; do
 	key=${line%%:*}
 	is "B: $key as on tmpfs ($line)" "$(grep -- "^$key:" <<< "$uni")" "$line"
@@ -196,6 +180,8 @@ check "B: mount b0=rw:b1=ro (ext4)" mount -i -t unionfs -o "dirs=$T/e/b0=rw:$T/e
 mkdir "$T/e/b1/nat"
 nat=$(python3 "$T/w.py" "$T/e/b1/nat" direct 2>&1)
 uni=$(python3 "$T/w.py" "$T/e/m" direct 2>&1)
+is "B: ext4 answered every case (the reference is complete)" "$(cut -d: -f1 <<< "$nat" | tr '\n' ,)" \
+	"${KEYS}F_SETFL O_DIRECT unaligned,preadv2 RWF_NOWAIT,"
 for key in "F_SETFL O_DIRECT unaligned" "preadv2 RWF_NOWAIT" RWF_APPEND "O_APPEND pwrite"; do
 	is "B: ext4: $key as on ext4" "$(grep -- "^$key:" <<< "$uni")" "$(grep -- "^$key:" <<< "$nat")"
 done
@@ -216,25 +202,25 @@ for op in create mkdir mknod symlink link rename; do
 	for n in 251 252; do
 		case $n in 251) name=$n251; want=OK;; 252) name=$n252; want=ENAMETOOLONG;; esac
 		case $op in
-		create) got=$(python3 "$S" open "$M/$name" wcx);;
-		mkdir) got=$(python3 "$S" mkdir "$M/${name:1}d");;
-		mknod) got=$(python3 "$S" mknod "$M/${name:1}p" fifo);;
-		symlink) got=$(python3 "$S" symlink src "$M/${name:1}s");;
-		link) got=$(python3 "$S" link "$M/src" "$M/${name:1}l");;
-		rename) echo r > "$M/r$n"; got=$(python3 "$S" rename "$M/r$n" "$M/${name:1}r");;
+		create) got=$(sy - open "$M/$name" wcx);;
+		mkdir) got=$(sy - mkdir "$M/${name:1}d");;
+		mknod) got=$(sy - mknod "$M/${name:1}p" fifo);;
+		symlink) got=$(sy - symlink src "$M/${name:1}s");;
+		link) got=$(sy - link "$M/src" "$M/${name:1}l");;
+		rename) echo r > "$M/r$n"; got=$(sy - rename "$M/r$n" "$M/${name:1}r");;
 		esac
 		is "C: $op of a $n-char name: $want" "$got" "$want"
 	done
 done
 for n in 251 252; do
 	case $n in 251) name=$n251; want=OK;; 252) name=$n252; want=ENAMETOOLONG;; esac
-	is "C: stat (lookup) of a $n-char name: ${want/OK/ENOENT}" "$(python3 "$S" chmod "$M/${name:2}zz" 644)" "${want/OK/ENOENT}"
+	is "C: stat (lookup) of a $n-char name: ${want/OK/ENOENT}" "$(sy - chmod "$M/${name:2}zz" 644)" "${want/OK/ENOENT}"
 done
-is "C: chmod, truncate of a 251-char name" "$(python3 "$S" chmod "$M/$n251" 600) $(python3 "$S" truncate "$M/$n251" 3)" "OK OK"
+is "C: chmod, truncate of a 251-char name" "$(sy - chmod "$M/$n251" 600) $(sy - truncate "$M/$n251" 3)" "OK OK"
 is "C: unlink of a 251-char name leaves a whiteout when needed" \
-	"$(cp "$T/c/b1/src" "$T/c/b1/${l251}"; python3 "$S" unlink "$M/$l251" > /dev/null; test -f "$T/c/b0/.wh.$l251" && echo wh; test -e "$M/$l251" && echo visible)" wh
+	"$(cp "$T/c/b1/src" "$T/c/b1/${l251}"; sy - unlink "$M/$l251" > /dev/null; test -f "$T/c/b0/.wh.$l251" && echo wh; test -e "$M/$l251" && echo visible)" wh
 is "C: a 255-char name in a lower branch is listed by readdir" "$(ls "$M" | grep -c "^$x255\$")" 1
-is "C: ... and its lookup gives ENAMETOOLONG" "$(python3 "$S" open "$M/$x255" r)" ENAMETOOLONG
+is "C: ... and its lookup gives ENAMETOOLONG" "$(sy - open "$M/$x255" r)" ENAMETOOLONG
 is "C: nothing longer than 251 chars reached the writable branch" "$(cd "$T/c/b0" && find . -regextype posix-extended -regex '.*/[^/]{252,}' ! -name '.wh.*')" ""
 umount "$M"
 
@@ -319,19 +305,19 @@ echo a > "$T/r/b1/a"; echo b > "$T/r/b1/b"; echo c > "$T/r/b0/c"
 M=$T/r/m
 check "E: mount" mount -i -t unionfs -o "dirs=$T/r/b0=rw:$T/r/b1=ro" none "$M"
 before=$(cd "$T/r/b0" && find . -printf '%P %s\n' | sort)
-is "E: RENAME_NOREPLACE onto an existing name: EEXIST" "$(python3 "$S" rename "$M/a" "$M/b" noreplace)" EEXIST
-is "E: RENAME_NOREPLACE onto an upper name: EEXIST" "$(python3 "$S" rename "$M/a" "$M/c" noreplace)" EEXIST
-is "E: RENAME_EXCHANGE: EINVAL" "$(python3 "$S" rename "$M/a" "$M/b" exchange)" EINVAL
-is "E: RENAME_WHITEOUT: EINVAL" "$(python3 "$S" rename "$M/a" "$M/n" whiteout)" EINVAL
+is "E: RENAME_NOREPLACE onto an existing name: EEXIST" "$(sy - rename "$M/a" "$M/b" noreplace)" EEXIST
+is "E: RENAME_NOREPLACE onto an upper name: EEXIST" "$(sy - rename "$M/a" "$M/c" noreplace)" EEXIST
+is "E: RENAME_EXCHANGE: EINVAL" "$(sy - rename "$M/a" "$M/b" exchange)" EINVAL
+is "E: RENAME_WHITEOUT: EINVAL" "$(sy - rename "$M/a" "$M/n" whiteout)" EINVAL
 is "E: refused renames changed nothing" "$(cd "$T/r/b0" && find . -printf '%P %s\n' | sort)" "$before"
-is "E: RENAME_NOREPLACE to a new name works" "$(python3 "$S" rename "$M/a" "$M/n" noreplace) $(cat "$M/n") $(test -e "$M/a" || echo gone)" "OK a gone"
+is "E: RENAME_NOREPLACE to a new name works" "$(sy - rename "$M/a" "$M/n" noreplace) $(cat "$M/n") $(test -e "$M/a" || echo gone)" "OK a gone"
 umount "$M"
 # coherency=none: a name made in the branch behind the union's back stays unseen (a cached
 # negative dentry); RENAME_NOREPLACE onto it must still not replace it
 check "E: mount coherency=none" mount -i -t unionfs -o "dirs=$T/r/b0=rw:$T/r/b1=ro,coherency=none" none "$M"
-python3 "$S" unlink "$M/n2" > /dev/null
+sy - unlink "$M/n2" > /dev/null
 echo direct > "$T/r/b0/n2"
-is "E: RENAME_NOREPLACE onto a name the branch has: EEXIST" "$(python3 "$S" rename "$M/b" "$M/n2" noreplace)" EEXIST
+is "E: RENAME_NOREPLACE onto a name the branch has: EEXIST" "$(sy - rename "$M/b" "$M/n2" noreplace)" EEXIST
 is "E: ... and the branch's file is intact" "$(cat "$T/r/b0/n2")" direct
 umount "$M"
 is "dmesg clean" "$(dmesg_bad)" ""

@@ -29,14 +29,8 @@ as() {	# as UID[:GROUPS] CMD...: without capabilities
 	shift
 	setpriv --reuid="$u" --regid="$u" "${g[@]}" --inh-caps=-all --bounding-set=-all "$@"
 }
-wr() {	# wr UID PATH: open for write (append nothing) as UID: OK or the errno
-	as "$1" python3 -c '
-import errno, os, sys
-try:
-    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)); print("OK")
-except OSError as e:
-    print(errno.errorcode[e.errno])' "$2"
-}
+sy_start
+wr() { sy "$1" open "$2" wa; }	# wr UID[:GROUPS] PATH: open O_WRONLY|O_APPEND as UID: OK or the errno
 facl() { getfacl -c -p "$1" 2>&1 | sed '/^$/d'; }
 st() { stat -c '%A %u %g' "$1"; }
 

@@ -145,6 +145,8 @@ is "B: open(2) read/write, readdir, search: differences from tmpfs" "$(grep -c '
 [[ -n $out ]] && not_ok "B: open differences (< union, > tmpfs)" "$out"
 is "B: the union's answers were not all the same (the matrix can fail)" \
 	"$(cut -d' ' -f3- "$T/matrix.m" | sort -u | wc -l | awk '{ print ($1 > 3) }')" 1
+is "B: open(2) for write copied lower objects up (the next check compares something)" \
+	"$(ls -d "$B0"/flo? 2>/dev/null | wc -l | awk '{ print ($1 > 0) }')" 1
 is "B: objects copied up by open(2) for write kept their ACLs" \
 	"$(for o in flo1 flo2 flo3 flo4; do [[ -e $B0/$o ]] && facl "$B0/$o"; done)" \
 	"$(for o in flo1 flo2 flo3 flo4; do [[ -e $B0/$o ]] && facl "$R/$o"; done)"

@@ -181,7 +181,7 @@ check "mount 4 branches ($N files)" mount -i -t unionfs -o "dirs=$U/b0=rw:$U/b1=
 is "$N files listed" "$(ls -f "$U/m/d" | grep -c '^b')" "$N"
 is "$N files: $N distinct inode numbers" "$(find "$U/m/d" -type f -printf '%D %i\n' | sort -u | wc -l)" "$N"
 check "$N files: d_ino == st_ino" dino_check "$U/m/d"
-ok "$N files took $(($(date +%s) - t0)) s"
+echo "# $N files took $(($(date +%s) - t0)) s (not asserted)"
 umount "$U/m"
 
 is "dmesg clean" "$(dmesg_bad)" ""

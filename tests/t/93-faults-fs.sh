@@ -24,7 +24,8 @@ mkdir -p "$M" "$B0" "$B1"
 dmesg_mark
 stray() { find "$@" -name '.wh..wh.unionfs.*' 2>/dev/null; }
 tree() { (cd "$1" && find . -mindepth 1 ! -name lost+found -printf '%P %y %s\n' | LC_ALL=C sort; find . -type f -exec md5sum {} + | LC_ALL=C sort); }
-errno_of() { $S "$@" 2>&1 | tail -n 1; }
+sy_start
+errno_of() { sy - "$@"; }
 
 # ---- 1. ENOSPC ------------------------------------------------------------------------------
 mount -t tmpfs -o size=512k,nr_inodes=40 tiny "$B0"; mount -t tmpfs lower "$B1"

@@ -1158,7 +1158,33 @@ def one_seed(seed, nops, nbr, args, tot):
     return False
 
 
+def batch():
+    """one call per stdin line (shell words, as on the command line): its output, then a line
+    "\x1e" + its exit status (tests/t/97: one python for many mkentry/merge/op/compare calls)"""
+    import contextlib
+    import io
+    import shlex
+    import traceback
+    for line in sys.stdin:
+        out, rc = io.StringIO(), 1
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                rc = main(shlex.split(line))
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 1
+        except Exception:           # noqa: B902 - the call's failure is its answer
+            out.write(traceback.format_exc())
+        sys.stdout.write(out.getvalue())
+        if out.getvalue() and not out.getvalue().endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.write("\x1e%d\n" % (rc or 0))
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv):
+    if argv == ["batch"]:
+        return batch()
     if argv and argv[0] == "mkentry":
         mkentry(argv[1], json.loads(argv[2]))
         return 0
