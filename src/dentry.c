@@ -786,7 +786,6 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 	pinode = d_inode_rcu(parent);
 	if (!pinode)
 		return "no-parent";
-	snap = unionfs_dir_snap(pinode);
 	psnap = READ_ONCE(ud->psnap);
 	if (psnap == UNIONFS_SNAP_RACY) {
 		if (flags & LOOKUP_RCU)
@@ -795,9 +794,11 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 		tsnap = unionfs_dir_snap_trusted(pinode);
 		if (!unionfs_reval_top_file(dentry, ud, parent))
 			return "snap-racy";
-	} else if (snap != psnap) {
-		return snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
-		       "own-change" : "dir-changed";
+	} else {
+		snap = unionfs_dir_snap(pinode);
+		if (snap != psnap)
+			return snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
+			       "own-change" : "dir-changed";
 	}
 	if (d_really_is_negative(dentry))
 		goto valid;

@@ -250,8 +250,11 @@ int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 	return 0;
 }
 
-/* The lower ctimes of @vec folded into one number (caller holds RCU). */
-static u64 unionfs_vec_snap(struct unionfs_ivec *vec)
+/*
+ * The lower ctimes of @vec folded into one number (caller holds RCU);
+ * *@recent (if given): one of them is recent (unionfs_ctime_recent).
+ */
+static u64 unionfs_vec_snap(struct unionfs_ivec *vec, bool *recent)
 {
 	u64 snap = 0;
 	int b;
@@ -261,8 +264,11 @@ static u64 unionfs_vec_snap(struct unionfs_ivec *vec)
 	for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
 		struct inode *l = READ_ONCE(vec->lower[b]);
 
-		if (l)
-			snap += (u64)(b + 1) * unionfs_ctime_ns(l);
+		if (!l)
+			continue;
+		snap += (u64)(b + 1) * unionfs_ctime_ns(l);
+		if (recent && !*recent)
+			*recent = unionfs_ctime_recent(l);
 	}
 	return snap;
 }
@@ -276,7 +282,7 @@ u64 unionfs_dir_snap(struct inode *dir)
 	u64 snap;
 
 	rcu_read_lock();
-	snap = unionfs_vec_snap(rcu_dereference(UNIONFS_I(dir)->vec));
+	snap = unionfs_vec_snap(rcu_dereference(UNIONFS_I(dir)->vec), NULL);
 	rcu_read_unlock();
 	return snap;
 }
@@ -294,24 +300,13 @@ u64 unionfs_dir_snap(struct inode *dir)
  */
 u64 unionfs_dir_snap_trusted(struct inode *dir)
 {
-	struct unionfs_ivec *vec;
+	bool recent = false;
 	u64 snap;
-	int b;
 
 	rcu_read_lock();
-	vec = rcu_dereference(UNIONFS_I(dir)->vec);
-	snap = unionfs_vec_snap(vec);
-	for (b = vec ? max(vec->bstart, 0) : 0;
-	     vec && vec->bstart >= 0 && b <= vec->bend && b < vec->nbr; b++) {
-		struct inode *l = READ_ONCE(vec->lower[b]);
-
-		if (l && unionfs_ctime_recent(l)) {
-			snap = UNIONFS_SNAP_RACY;
-			break;
-		}
-	}
+	snap = unionfs_vec_snap(rcu_dereference(UNIONFS_I(dir)->vec), &recent);
 	rcu_read_unlock();
-	return snap;
+	return recent ? UNIONFS_SNAP_RACY : snap;
 }
 
 void unionfs_dir_changed(struct inode *dir)
@@ -415,7 +410,7 @@ static int unionfs_perm_state(struct inode *inode, struct unionfs_ivec *vec,
 		if (coh == UNIONFS_COH_NOTIFY && vec->watched &&
 		    READ_ONCE(vec->perm_nseq) == nseq)
 			return state;
-		if (READ_ONCE(vec->perm_snap) == unionfs_vec_snap(vec)) {
+		if (READ_ONCE(vec->perm_snap) == unionfs_vec_snap(vec, NULL)) {
 			WRITE_ONCE(vec->perm_nseq, nseq);
 			return state;
 		}
@@ -442,7 +437,7 @@ static int unionfs_perm_state(struct inode *inode, struct unionfs_ivec *vec,
 	}
 	if (*need_acl)
 		return UNIONFS_PERM_UNKNOWN;
-	snap = unionfs_vec_snap(vec);
+	snap = unionfs_vec_snap(vec, NULL);
 	WRITE_ONCE(vec->perm_gen, gen);
 	WRITE_ONCE(vec->perm_nseq, nseq);
 	WRITE_ONCE(vec->perm_snap, snap);
