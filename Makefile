@@ -86,7 +86,7 @@ DEBUG_PKGS := linux-source-6.1 libelf-dev libssl-dev bc flex bison xz-utils
 PKGS := linux-headers-$(KVER) qemu-system-x86 busybox-static cpio gdb bpftrace trace-cmd \
 	kexec-tools makedumpfile dwarves e2fsprogs attr acl python3 sparse linux-source-6.1 \
 	kmod util-linux xz-utils gzip perl make gcc bc flex bison fio stress-ng dmsetup \
-	python3-drgn xfsprogs
+	python3-drgn xfsprogs rsync
 
 # Packages only `make bench` needs (installed by it, not by deps): the FUSE peers, fio, plots.
 BENCH_PKGS := fio fuse3 unionfs-fuse fuse-overlayfs mergerfs gnuplot-nox
