@@ -12,7 +12,7 @@
 # app/ (nlink 1); timed: chmod of every file of one/ and two/ (metadata copy-up) and an
 # O_WRONLY|O_APPEND open of every file of app/ (data copy-up). Prints every round and the
 # medians; saved in build/bench/link-cost.txt. TCG wall clock: compare on with off.
-# Sample (2026-12-07, main e4815ed, `bench/link-cost.sh 6 3000`, 3 min):
+# Sample (2026-12-07, main ff53371, `bench/link-cost.sh 6 3000`, 3 min):
 #   # link-cost: 6 rounds x 3000 files per directory, medians in s (TCG wall clock)
 #   module  nlink1-chmod  nlink2-chmod  nlink1-open
 #   on      0.706         1.075         0.829
