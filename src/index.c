@@ -622,7 +622,6 @@ out:
 void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e)
 {
 	struct dentry *dir = dget_parent(e);
-
 	int err = -ESTALE;
 
 	inode_lock_nested(d_inode(dir), I_MUTEX_PARENT);
