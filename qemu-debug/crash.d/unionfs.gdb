@@ -2,7 +2,8 @@
 # `gdb source qemu-debug/crash.d/unionfs.gdb` after `mod -s unionfs src/unionfs.ko`.
 # Offsets come from the debug info (&((T *)0)->member), never from numbers written here.
 #   unionfs_mounts            every union sb: mount point name, sbi, generation, branches
-#   unionfs_fanout DENTRY     bstart/bend/bopaque/bwh/generation + each branch's lower dentry
+#   unionfs_fanout DENTRY     bstart/bend/bopaque/bwh/generation + each branch's lower dentry,
+#                             marking a link group's index entry and a redirected lower dir
 #   unionfs_copyups           in-flight copy-ups: ".wh..wh.unionfs.*" temporaries in the
 #                             dcache of every writable branch root of every union
 define unionfs_mounts
@@ -47,10 +48,22 @@ define unionfs_fanout
     set $ld = $ud->lower[$i]
     if $ld
       if $ld->d_inode
-        printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" ino %lu mode %o\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name, $ld->d_inode->i_ino, $ld->d_inode->i_mode
+        printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" ino %lu mode %o", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name, $ld->d_inode->i_ino, $ld->d_inode->i_mode
       else
-        printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" NEGATIVE\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name
+        printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" NEGATIVE", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name
       end
+      # docs/concepts.md "Hard links": the group's entry in ".wh..wh.unionfs.index" (21 chars)
+      set $uf_pn = $ld->d_parent->d_name
+      if $uf_pn.len == 21 && $uf_pn.name[0] == '.' && $uf_pn.name[8] == 'u' && $uf_pn.name[15] == '.' && $uf_pn.name[16] == 'i' && $uf_pn.name[20] == 'x'
+        printf "  link group: the index entry"
+      else
+        # docs/concepts.md "Directory rename": a lower dir not under the parent's (redirect)
+        set $uf_pud = (struct unionfs_dentry_info *)$d->d_parent->d_fsdata
+        if $d != $d->d_parent && $i != $ud->bstart && $uf_pud && $i < $uf_pud->nbr && $uf_pud->lower[$i] && $uf_pud->lower[$i] != $ld->d_parent
+          printf "  redirect: not under the parent's branch dir"
+        end
+      end
+      printf "\n"
     else
       if $i == $ud->bwh
         printf "  [%d] r%c %-20s WHITEOUT\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name
@@ -111,59 +124,13 @@ define unionfs_fanout_all
     set $uf_sb = (struct super_block *)((char *)$uf_p - (unsigned long)&((struct super_block *)0)->s_list)
     if $uf_sb->s_type == &unionfs_fs_type
       printf "union sb 0x%lx: root and its cached children\n", $uf_sb
-      set $d = (struct dentry *)$uf_sb->s_root
-      set $ud = (struct unionfs_dentry_info *)$d->d_fsdata
-      set $sbi = (struct unionfs_sb_info *)$d->d_sb->s_fs_info
-      printf "dentry 0x%lx \"%s\" (parent \"%s\")  inode 0x%lx\n", $d, $d->d_name.name, $d->d_parent->d_name.name, $d->d_inode
-      printf "  bstart %d  bend %d  bopaque %d  bwh %d  generation %d (sb %d)  btable 0x%lx\n", $ud->bstart, $ud->bend, $ud->bopaque, $ud->bwh, $ud->generation, $sbi->generation.counter, $ud->bt
-      set $i = 0
-      while $i < $ud->nbr
-        set $br = $ud->bt->br[$i]
-        set $ld = $ud->lower[$i]
-        if $ld
-          if $ld->d_inode
-            printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" ino %lu mode %o\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name, $ld->d_inode->i_ino, $ld->d_inode->i_mode
-          else
-            printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" NEGATIVE\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name
-          end
-        else
-          if $i == $ud->bwh
-            printf "  [%d] r%c %-20s WHITEOUT\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name
-          else
-            printf "  [%d] r%c %-20s -\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name
-          end
-        end
-        set $i = $i + 1
-      end
+      unionfs_fanout $uf_sb->s_root
       set $uf_kh = &$uf_sb->s_root->d_subdirs
       set $uf_k = $uf_sb->s_root->d_subdirs.next
       while $uf_k != $uf_kh
         set $uf_kd = (struct dentry *)((char *)$uf_k - (unsigned long)&((struct dentry *)0)->d_child)
         if $uf_kd->d_fsdata
-          set $d = (struct dentry *)$uf_kd
-          set $ud = (struct unionfs_dentry_info *)$d->d_fsdata
-          set $sbi = (struct unionfs_sb_info *)$d->d_sb->s_fs_info
-          printf "dentry 0x%lx \"%s\" (parent \"%s\")  inode 0x%lx\n", $d, $d->d_name.name, $d->d_parent->d_name.name, $d->d_inode
-          printf "  bstart %d  bend %d  bopaque %d  bwh %d  generation %d (sb %d)  btable 0x%lx\n", $ud->bstart, $ud->bend, $ud->bopaque, $ud->bwh, $ud->generation, $sbi->generation.counter, $ud->bt
-          set $i = 0
-          while $i < $ud->nbr
-            set $br = $ud->bt->br[$i]
-            set $ld = $ud->lower[$i]
-            if $ld
-              if $ld->d_inode
-                printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" ino %lu mode %o\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name, $ld->d_inode->i_ino, $ld->d_inode->i_mode
-              else
-                printf "  [%d] r%c %-20s dentry 0x%lx \"%s\" NEGATIVE\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name, $ld, $ld->d_name.name
-              end
-            else
-              if $i == $ud->bwh
-                printf "  [%d] r%c %-20s WHITEOUT\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name
-              else
-                printf "  [%d] r%c %-20s -\n", $i, $br->mode == 1 ? 'w' : 'o', $br->name
-              end
-            end
-            set $i = $i + 1
-          end
+          unionfs_fanout $uf_kd
         end
         set $uf_k = $uf_k->next
       end

@@ -4,7 +4,8 @@
 # --kdump leaves a vmcore in build/vmcore/<ts>/ after the guest panics at `crash_at
 # copyup_data`; qemu-debug/crash (trixie's crash 8.0.6, make crash) shows the panic, a
 # backtrace through the copy-up code, all tasks, and the union walk names the branches and
-# the in-flight copy-up's temporary.
+# the in-flight copy-up's temporary, and marks a link group's index entry and a redirected
+# directory's lower copy.
 . "$(dirname "$0")/../lib.sh"
 cd "$(dirname "$0")/../.." || exit 2
 [[ -n ${UNIONFS_SKIP_KDUMP:-} ]] && skip_all "UNIONFS_SKIP_KDUMP set"
@@ -19,8 +20,13 @@ cat > "$W/guest.sh" <<'EOF'
 mkdir -p /tmp/k/b0 /tmp/k/b1 /tmp/k/m
 echo top > /tmp/k/b0/both; echo bottom > /tmp/k/b1/both
 yes lowerdata | head -c 100000 > /tmp/k/b1/lower
+mkdir -p /tmp/k/b1/deep/rd; echo in > /tmp/k/b1/deep/rd/f
+echo g > /tmp/k/b1/ga; ln /tmp/k/b1/ga /tmp/k/b1/gb
 mount -i -t unionfs -o dirs=/tmp/k/b0:/tmp/k/b1=ro none /tmp/k/m || exit 3
 cat /tmp/k/m/both /tmp/k/m/lower > /dev/null
+# a redirected directory (its lower copy is b1/deep/rd) and a link group (gb shows the entry)
+mv /tmp/k/m/deep/rd /tmp/k/m/rd2 && ls /tmp/k/m/rd2 > /dev/null || exit 5
+echo more >> /tmp/k/m/ga && cat /tmp/k/m/gb > /dev/null || exit 5
 # copy-ups write into a nameless O_TMPFILE where the branch has one: make the branch answer
 # EOPNOTSUPP once, so the named temporary (which the crash helper finds by name) is in flight
 echo "tmpfile errno=95 times=1" > /sys/kernel/debug/unionfs/inject || exit 4
@@ -65,6 +71,10 @@ check "crash: unionfs_mounts names branch 0 = /tmp/k/b0 rw" grep -qE '^  branch 
 check "crash: unionfs_mounts names branch 1 = /tmp/k/b1 ro" grep -qE '^  branch 1: /tmp/k/b1 +ro' <<< "$co"
 check "crash: fan-out of \"lower\" shows it in b1 only" \
 	grep -qE '^  \[1\] ro /tmp/k/b1 +dentry 0x[0-9a-f]+ "lower" ino' <<< "$co"
+check "crash: fan-out marks gb's index entry (link group)" \
+	grep -qE '^  \[0\] rw /tmp/k/b0 +dentry 0x[0-9a-f]+ "[0-9a-f-]+" ino [0-9]+ mode [0-7]+  link group: the index entry$' <<< "$co"
+check "crash: fan-out marks rd2's lower dir b1/deep/rd (redirect)" \
+	grep -qE '^  \[1\] ro /tmp/k/b1 +dentry 0x[0-9a-f]+ "rd" ino [0-9]+ mode [0-7]+  redirect: not under the parent.s branch dir$' <<< "$co"
 check "crash: in-flight copy-up temporary found in b0" \
 	grep -qE 'in-flight copy-up temporary "\.wh\.\.wh\.unionfs\.[0-9]+" in "b0"' <<< "$co"
 # the same vmcore through drgn (gdb-scripts/unionfs_drgn.py; the live side: 55-drgn.sh)
