@@ -30,8 +30,18 @@ bt_start() {
 	kill -INT "$BT_PID" 2>/dev/null; wait "$BT_PID"
 	return 1
 }
-# bt_stop : SIGINT, wait for the END output; returns bpftrace's status
-bt_stop() { kill -INT "$BT_PID" 2>/dev/null; wait "$BT_PID"; }
+# bt_stop : SIGINT, wait for the END output; returns bpftrace's status. The SIGINT is sent
+# again every 5 s while bpftrace runs: one was once lost in make check (bpftrace printed its
+# maps only when timeout's own SIGINT came, 120 s later: exit 124).
+bt_stop() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		((i % 50)) || kill -INT "$BT_PID" 2>/dev/null
+		kill -0 "$BT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$BT_PID"
+}
 # bt_wait : wait for a script that ends by itself (SECONDS argument)
 bt_wait() { wait "$BT_PID"; }
 # has NAME REGEX DESC : an output line matches the extended regex
