@@ -9,11 +9,12 @@ S=tests/sys.py
 #   sy WHO OP ARGS... one call in a child as WHO ("-": as is, UID or UID:G1,G2: no
 #                     capabilities); prints its last line (OK or the errno name). Works in
 #                     $(...), not in a background job (the coprocess is this shell's).
+#   shq ARGS...       ARGS as one line of single-quoted shell words (for a batch's shlex)
+shq() { local a q=; for a; do q+="'${a//\'/\'\\\'\'}' "; done; printf '%s\n' "$q"; }
 sy_start() { coproc SYB { exec python3 "$S" batch 2>&1; }; }
 sy() {
-	local q= a
-	for a; do q+="'${a//\'/\'\\\'\'}' "; done
-	echo "$q" >&"${SYB[1]}" && IFS= read -r a <&"${SYB[0]}" || a="sy: the batch died"
+	local a
+	shq "$@" >&"${SYB[1]}" && IFS= read -r a <&"${SYB[0]}" || a="sy: the batch died"
 	echo "$a"
 }
 

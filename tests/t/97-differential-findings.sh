@@ -19,9 +19,8 @@ mk_tmpdir
 # ud ARGS...: one udiff.py call in one persistent python (udiff.py batch): its output and status
 coproc UDB { exec python3 "$PWD/tests/tools/udiff.py" batch 2>&1; }
 ud() {
-	local q= a
-	for a; do q+="'${a//\'/\'\\\'\'}' "; done
-	echo "$q" >&"${UDB[1]}" || { echo "ud: the batch died"; return 99; }
+	local a
+	shq "$@" >&"${UDB[1]}" || { echo "ud: the batch died"; return 99; }
 	while IFS= read -r a <&"${UDB[0]}"; do
 		[[ $a == $'\x1e'* ]] && return "${a#?}"
 		printf '%s\n' "$a"
