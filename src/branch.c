@@ -464,7 +464,7 @@ static int unionfs_cmd_mode(struct fs_context *fc, struct unionfs_work *w,
 	return 0;
 }
 
-void unionfs_bump_gen(struct super_block *sb, const char *cause)
+void unionfs_bump_gen(struct super_block *sb, enum unionfs_rv_why cause)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	int old = atomic_read(&sbi->generation);
@@ -475,7 +475,7 @@ void unionfs_bump_gen(struct super_block *sb, const char *cause)
 
 /* Publish @bt: rebuild the root against it and bump the generation. */
 static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
-			   const char *cause)
+			   enum unionfs_rv_why cause)
 {
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct dentry *root = sb->s_root;
@@ -501,8 +501,8 @@ static int unionfs_publish(struct super_block *sb, struct unionfs_btable *bt,
 	rcu_assign_pointer(sbi->bt, bt);
 	unionfs_bump_gen(sb, cause);
 	/* the root is never dropped: its branch vector is rebuilt in place */
-	trace_unionfs_revalidate(sb, "/", old->generation, bt->gen, "rebuilt",
-				 cause);
+	trace_unionfs_revalidate(sb, "/", old->generation, bt->gen,
+				 UNIONFS_RVR_REBUILT, cause);
 	/*
 	 * The old info goes now, or when the last operation that took it
 	 * is done: with it the old branches (a deleted one's mount).
@@ -524,7 +524,8 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
 	struct unionfs_btable *cur, *bt = NULL;
 	struct unionfs_work *w;
-	char *cmd, *next, *cause = "remount";
+	enum unionfs_rv_why cause = UNIONFS_RVW_REMOUNT;
+	char *cmd, *next;
 	int i, err = 0, next_id;
 	bool deleted = false;
 
@@ -551,8 +552,7 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 		} else if (!strncmp(cmd, "mode=", 5)) {
 			err = unionfs_cmd_mode(fc, w, cmd + 5);
 		} else if (!strcmp(cmd, "incgen")) {
-			if (cause[0] == 'r')
-				cause = "incgen";
+			cause = UNIONFS_RVW_INCGEN;
 		} else {
 			unionfs_refuse(fc, "remount: unknown command '%*pE'",
 				       (int)strlen(cmd), cmd);

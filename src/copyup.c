@@ -568,7 +568,8 @@ static int unionfs_copyup_meta(struct unionfs_copyup_ctx *c)
 	int err = UNIONFS_FAULT(UNIONFS_FSITE_COPYUP_ATTR);
 
 	if (!err && c->opaque && S_ISDIR(c->st.mode))
-		err = unionfs_make_opaque(c->bt, c->t, c->tmp, NULL, "copyup");
+		err = unionfs_make_opaque(c->bt, c->t, c->tmp, NULL,
+					  UNIONFS_MKR_COPYUP);
 	if (!err)
 		err = unionfs_copy_owner(c->bt, c->t, c->tmp, &c->st);
 	if (!err)
@@ -846,7 +847,7 @@ static int unionfs_copyup_adopt(struct dentry *dentry, struct dentry *parent,
  */
 static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 				 struct unionfs_btable *bt, int t,
-				 const char *reason, loff_t len)
+				 enum unionfs_cu_reason reason, loff_t len)
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
@@ -989,7 +990,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
  */
 static int __unionfs_copyup_dentry(struct dentry *dentry,
 				   struct unionfs_btable *bt, int t,
-				   const char *reason, loff_t len, bool held)
+				   enum unionfs_cu_reason reason, loff_t len, bool held)
 {
 	struct unionfs_inode_info *ui;
 	struct dentry *parent;
@@ -1020,7 +1021,7 @@ static int __unionfs_copyup_dentry(struct dentry *dentry,
  * decided @t on @dentry's info, stable under that lock.
  */
 int unionfs_copyup_dentry_held(struct dentry *dentry, int t,
-			       const char *reason, loff_t len)
+			       enum unionfs_cu_reason reason, loff_t len)
 {
 	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	int err;
@@ -1080,7 +1081,8 @@ int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt, int t)
 		dput(ld);
 		mutex_lock_nested(&UNIONFS_I(d_inode(d))->cu_lock,
 				  UNIONFS_CU_ANCESTOR);
-		err = unionfs_copyup_locked(d, parent, bt, t, "parent", -1);
+		err = unionfs_copyup_locked(d, parent, bt, t, UNIONFS_CUR_PARENT,
+					    -1);
 		mutex_unlock(&UNIONFS_I(d_inode(d))->cu_lock);
 		if (!err) {
 			/* no progress would be a livelock */
@@ -1132,7 +1134,7 @@ int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
  * decided on one info (range and table), and the copy-up fails (-ESTALE)
  * if the dentry is on another table by the time it holds the cu_lock.
  */
-int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
+int unionfs_copyup_for_write(struct dentry *dentry, enum unionfs_cu_reason reason,
 			     loff_t len)
 {
 	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);

@@ -246,8 +246,9 @@ void unionfs_get_range(struct dentry *dentry, int *bstart, int *bend)
 /* Trace a revalidation result (out of line: the name copy's stack). */
 static noinline void unionfs_trace_reval_slow(struct dentry *dentry,
 					      struct unionfs_dentry_info *ud,
-					      int sbgen, const char *result,
-					      const char *why)
+					      int sbgen,
+					      enum unionfs_rv_result result,
+					      enum unionfs_rv_why why)
 {
 	unionfs_trace_dname(unionfs_revalidate, dentry->d_sb, dentry,
 			    ud->generation, sbgen, result, why);
@@ -255,8 +256,9 @@ static noinline void unionfs_trace_reval_slow(struct dentry *dentry,
 
 static inline void unionfs_trace_reval(struct dentry *dentry,
 				       struct unionfs_dentry_info *ud,
-				       int sbgen, const char *result,
-				       const char *why)
+				       int sbgen,
+				       enum unionfs_rv_result result,
+				       enum unionfs_rv_why why)
 {
 	if (trace_unionfs_revalidate_enabled())
 		unionfs_trace_reval_slow(dentry, ud, sbgen, result, why);
@@ -534,7 +536,8 @@ int unionfs_dentry_gen(struct dentry *parent)
  */
 static int unionfs_reval_refresh(struct dentry *dentry,
 				 struct unionfs_dentry_info *ud,
-				 const char *why, long nseq, bool report)
+				 enum unionfs_rv_why why, long nseq,
+				 bool report)
 {
 	struct super_block *sb = dentry->d_sb;
 	int sbgen = unionfs_sb_gen(sb);
@@ -569,7 +572,7 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 	err = 0;
 	fresh = NULL;
 	if (unionfs_dentry_gen(parent) != sbgen) {
-		why = "parent-stale";	/* looked up again below it later */
+		why = UNIONFS_RVW_PARENT_STALE;	/* looked up again below it later */
 	} else if (inode && !culocked) {
 		/* a positive dentry changes only under its copy-up lock */
 	} else {
@@ -589,7 +592,7 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 		}
 	}
 	if (err)
-		why = "lookup-error";
+		why = UNIONFS_RVW_LOOKUP_ERROR;
 	rv = unionfs_reval_decide(dentry, ud, fresh, locked, err);
 	/* as the lookup would: a kept name fails the walk with the error */
 	if (err && rv == UNIONFS_RV_KEEP && !d_mountpoint(dentry))
@@ -601,7 +604,7 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 		fresh = NULL;
 		if (!cur) {
 			/* changed meanwhile: what is there now stands */
-			why = "raced";
+			why = UNIONFS_RVW_RACED;
 			rv = unionfs_reval_decide(dentry, ud, NULL, locked, 0);
 		} else if (inode) {
 			err = unionfs_reval_inode(inode, cur,
@@ -613,11 +616,11 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 	if (rv == UNIONFS_RV_DROP)
 		ret = 0;
 	if (trace_unionfs_revalidate_enabled()) {
-		static const char *const res[] = {
-			[UNIONFS_RV_REFRESH]	= "refreshed",
-			[UNIONFS_RV_REKEY]	= "rekeyed",
-			[UNIONFS_RV_KEEP]	= "kept",
-			[UNIONFS_RV_DROP]	= "dropped",
+		static const u8 res[] = {
+			[UNIONFS_RV_REFRESH]	= UNIONFS_RVR_REFRESHED,
+			[UNIONFS_RV_REKEY]	= UNIONFS_RVR_REKEYED,
+			[UNIONFS_RV_KEEP]	= UNIONFS_RVR_KEPT,
+			[UNIONFS_RV_DROP]	= UNIONFS_RVR_DROPPED,
 		};
 
 		trace_unionfs_revalidate(sb, name.name.name, ud->generation,
@@ -693,11 +696,6 @@ static bool unionfs_lower_dir_dead(struct unionfs_dentry_info *ud)
 }
 
 /*
- * Does @dentry need a look at the branches? NULL if it is valid as it is,
- * else why; -ECHILD (as an ERR_PTR) in RCU walk when only ref-walk can
- * tell. *@report: a difference found then is a direct modification.
- */
-/*
  * A positive non-directory whose winner is an entry of its parent's first
  * branch, still under its name there: no change of the parent's branch
  * directories can hide or shadow it (a whiteout next to a name is
@@ -741,10 +739,23 @@ static bool unionfs_reval_top_file(struct dentry *dentry,
 	return top;
 }
 
-static const char *unionfs_reval_need(struct dentry *dentry,
-				      struct unionfs_dentry_info *ud,
-				      unsigned int flags, long *nseq,
-				      bool *report)
+/* unionfs_reval_need()'s "look it up again": 1, and the reason in *@why */
+static inline int unionfs_reval_why(enum unionfs_rv_why *why,
+				    enum unionfs_rv_why reason)
+{
+	*why = reason;
+	return 1;
+}
+
+/*
+ * Does @dentry need a look at the branches? 0 if it is valid as it is, 1
+ * if it does (*@why says why), -ECHILD in RCU walk when only ref-walk can
+ * tell. *@report: a difference found then is a direct modification.
+ */
+static int unionfs_reval_need(struct dentry *dentry,
+			      struct unionfs_dentry_info *ud,
+			      unsigned int flags, long *nseq, bool *report,
+			      enum unionfs_rv_why *why)
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
@@ -752,29 +763,29 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 	int coh = READ_ONCE(sbi->coherency);
 	struct inode *pinode, *inode;
 	struct dentry *parent, *ld;
-	const char *why = NULL;
 	int b, ret;
 	u64 snap, psnap, tsnap = UNIONFS_SNAP_RACY;
 
 	*report = false;
 	*nseq = atomic_long_read(&sbi->nseq);
 	if (READ_ONCE(ud->bt->gen) != sbgen)
-		return "generation";
+		return unionfs_reval_why(why, UNIONFS_RVW_GENERATION);
 	/* A union dentry that went negative must be looked up afresh. */
 	if (d_really_is_negative(dentry) && READ_ONCE(ud->bstart) >= 0)
-		return "negative-with-branches";
+		return unionfs_reval_why(why, UNIONFS_RVW_NEG_BRANCHES);
 	if (coh == UNIONFS_COH_NONE) {
-		unionfs_trace_reval(dentry, ud, sbgen, "valid",
-				    "coherency-none");
-		return NULL;
+		unionfs_trace_reval(dentry, ud, sbgen, UNIONFS_RVR_VALID,
+				    UNIONFS_RVW_COH_NONE);
+		return 0;
 	}
 	/* (notify does not see it: the removal is not in a marked dir) */
 	if (d_is_dir(dentry) && unionfs_lower_dir_dead(ud))
-		return "lower-dir-gone";
+		return unionfs_reval_why(why, UNIONFS_RVW_LOWER_DIR_GONE);
 	/* no direct change anywhere in the union since the last check */
 	if (coh == UNIONFS_COH_NOTIFY && READ_ONCE(ud->nseq) == *nseq) {
-		unionfs_trace_reval(dentry, ud, sbgen, "valid", "notify-quiet");
-		return NULL;
+		unionfs_trace_reval(dentry, ud, sbgen, UNIONFS_RVR_VALID,
+				    UNIONFS_RVW_NOTIFY_QUIET);
+		return 0;
 	}
 	/* notify counted the change as it happened */
 	*report = coh == UNIONFS_COH_REVAL;
@@ -785,20 +796,21 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 	parent = READ_ONCE(dentry->d_parent);
 	pinode = d_inode_rcu(parent);
 	if (!pinode)
-		return "no-parent";
+		return unionfs_reval_why(why, UNIONFS_RVW_NO_PARENT);
 	psnap = READ_ONCE(ud->psnap);
 	if (psnap == UNIONFS_SNAP_RACY) {
 		if (flags & LOOKUP_RCU)
-			return ERR_PTR(-ECHILD);
+			return -ECHILD;
 		/* taken first: what changes after the checks below shows */
 		tsnap = unionfs_dir_snap_trusted(pinode);
 		if (!unionfs_reval_top_file(dentry, ud, parent))
-			return "snap-racy";
+			return unionfs_reval_why(why, UNIONFS_RVW_SNAP_RACY);
 	} else {
 		snap = unionfs_dir_snap(pinode);
 		if (snap != psnap)
-			return snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
-			       "own-change" : "dir-changed";
+			return unionfs_reval_why(why,
+				snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
+				UNIONFS_RVW_OWN_CHANGE : UNIONFS_RVW_DIR_CHANGED);
 	}
 	if (d_really_is_negative(dentry))
 		goto valid;
@@ -807,19 +819,20 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 	if (flags & LOOKUP_RCU) {
 		b = READ_ONCE(ud->bstart);
 		if (b < 0 || b >= ud->nbr)
-			return ERR_PTR(-ECHILD);
+			return -ECHILD;
 		ld = READ_ONCE(ud->lower[b]);
 		inode = d_inode_rcu(dentry);
 		if (!ld || d_unhashed(ld) || d_is_negative(ld) || !inode ||
 		    d_inode_rcu(ld) != READ_ONCE(UNIONFS_I(inode)->key))
-			return "lower-changed";
+			return unionfs_reval_why(why,
+						 UNIONFS_RVW_LOWER_CHANGED);
 		if (ld->d_flags & DCACHE_OP_REVALIDATE)
-			return ERR_PTR(-ECHILD);
+			return -ECHILD;
 		goto valid;
 	}
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
-		return "lower-gone";
+		return unionfs_reval_why(why, UNIONFS_RVW_LOWER_GONE);
 	ret = 1;
 	if (ld->d_flags & DCACHE_OP_REVALIDATE) {
 		ret = ld->d_op->d_revalidate(ld, flags);
@@ -827,28 +840,30 @@ static const char *unionfs_reval_need(struct dentry *dentry,
 			d_invalidate(ld);
 	}
 	if (ret <= 0 || d_unhashed(ld) || d_really_is_negative(ld))
-		why = "lower-gone";
+		ret = unionfs_reval_why(why, UNIONFS_RVW_LOWER_GONE);
 	else if (d_inode(ld) != UNIONFS_I(d_inode(dentry))->key)
-		why = "lower-replaced";
+		ret = unionfs_reval_why(why, UNIONFS_RVW_LOWER_REPLACED);
+	else
+		ret = 0;
 	dput(ld);
-	if (why)
-		return why;
+	if (ret)
+		return ret;
 valid:
 	if (coh == UNIONFS_COH_NOTIFY)
 		WRITE_ONCE(ud->nseq, *nseq);
 	/* a top file checked exactly: its parent's state from before the check */
 	if (psnap == UNIONFS_SNAP_RACY && tsnap != UNIONFS_SNAP_RACY)
 		WRITE_ONCE(ud->psnap, tsnap);
-	unionfs_trace_reval(dentry, ud, sbgen, "valid",
+	unionfs_trace_reval(dentry, ud, sbgen, UNIONFS_RVR_VALID,
 			    d_really_is_negative(dentry) ?
-			    "negative-unchanged" : "unchanged");
-	return NULL;
+			    UNIONFS_RVW_NEG_UNCHANGED : UNIONFS_RVW_UNCHANGED);
+	return 0;
 }
 
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	struct unionfs_dentry_info *ud;
-	const char *why;
+	enum unionfs_rv_why why;
 	bool report;
 	long nseq;
 	int ret;
@@ -865,20 +880,22 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		ud = READ_ONCE(dentry->d_fsdata);
 		if (!ud)
 			return 0;
-		why = unionfs_reval_need(dentry, ud, flags, &nseq, &report);
-		return why ? -ECHILD : 1;
+		ret = unionfs_reval_need(dentry, ud, flags, &nseq, &report,
+					 &why);
+		return ret ? -ECHILD : 1;
 	}
 	ud = unionfs_dinfo_get(dentry);
 	if (!ud)
 		return 0;
-	why = unionfs_reval_need(dentry, ud, flags, &nseq, &report);
-	ret = 1;
-	if (IS_ERR(why)) {
-		ret = PTR_ERR(why);
-	} else if (why) {
-		if (!strcmp(why, "generation"))
+	ret = unionfs_reval_need(dentry, ud, flags, &nseq, &report, &why);
+	if (ret < 0) {
+		/* ret: the error */
+	} else if (ret) {
+		if (why == UNIONFS_RVW_GENERATION)
 			report = false;	/* the branches were changed on purpose */
 		ret = unionfs_reval_refresh(dentry, ud, why, nseq, report);
+	} else {
+		ret = 1;
 	}
 	unionfs_dinfo_put(ud);
 	return ret;

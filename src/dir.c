@@ -73,8 +73,7 @@ static struct dentry *unionfs_mkdir_opaque(struct unionfs_btable *bt, int t,
 		return ERR_PTR(err);
 	}
 	old = unionfs_override_creds(bt->sb);
-	err = unionfs_make_opaque(bt, t, tmp, ld,
-				  "mkdir-over-whiteout");
+	err = unionfs_make_opaque(bt, t, tmp, ld, UNIONFS_MKR_MKDIR_OVER_WH);
 	revert_creds(old);
 	if (!err)
 		err = unionfs_do_rename(bt, t, d_inode(lparent), tmp,
@@ -194,8 +193,8 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 		/* failure leaves a harmless same-branch whiteout */
 		unionfs_remove_whiteout_locked(bt, t, lparent, &dentry->d_name,
 					       S_ISDIR(n->mode) ?
-					       "mkdir-over-whiteout" :
-					       "create-over-whiteout");
+					       UNIONFS_MKR_MKDIR_OVER_WH :
+					       UNIONFS_MKR_CREATE_OVER_WH);
 		revert_creds(old);
 	}
 
@@ -409,7 +408,7 @@ static int unionfs_link(struct dentry *old, struct inode *dir,
 				err = -EXDEV;
 		}
 		if (!err)
-			err = unionfs_copyup_dentry_held(old, b, "link", -1);
+			err = unionfs_copyup_dentry_held(old, b, UNIONFS_CUR_LINK, -1);
 		if (!err) {
 			n.link = unionfs_lower_dentry_get(old, b);
 			if (!n.link)
@@ -468,7 +467,8 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	bool need_wh, made_wh = false, checked = false, has_wh = false;
 	bool stashed = false;
 	int b, bend, t, err;
-	const char *why = isdir ? "rmdir" : "unlink";
+	enum unionfs_mk_reason why = isdir ? UNIONFS_MKR_RMDIR :
+					     UNIONFS_MKR_UNLINK;
 
 	/* a name of a link group: its own name first (index.c) */
 	err = isdir ? 0 : unionfs_index_prepare_remove(dentry);
@@ -552,7 +552,7 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 	}
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, b, lparent, &dentry->d_name,
-					       "revert");
+					       UNIONFS_MKR_REVERT);
 out_unlock:
 	inode_unlock(d_inode(lparent));
 	dput(cur);

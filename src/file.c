@@ -76,7 +76,7 @@ static int unionfs_open(struct inode *inode, struct file *file)
 		bool trunc = (file->f_flags & O_TRUNC) &&
 			     (file->f_mode & FMODE_WRITE);
 
-		err = unionfs_copyup_for_write(dentry, "write-open",
+		err = unionfs_copyup_for_write(dentry, UNIONFS_CUR_WRITE_OPEN,
 					       trunc ? 0 : -1);
 		if (err)
 			return err;

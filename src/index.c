@@ -776,7 +776,8 @@ int unionfs_index_prepare_remove(struct dentry *dentry)
 	} else if (unionfs_index_wanted(bt, b, ld)) {
 		t = unionfs_nearest_writable(bt, b);
 		if (t >= 0)
-			err = unionfs_copyup_dentry_held(dentry, t, "link-group",
+			err = unionfs_copyup_dentry_held(dentry, t,
+							 UNIONFS_CUR_LINK_GROUP,
 							 -1);
 	}
 	dput(ld);

@@ -673,10 +673,11 @@ int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 		goto out;
 
 	if ((attr->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode))
-		err = unionfs_copyup_for_write(dentry, "truncate",
+		err = unionfs_copyup_for_write(dentry, UNIONFS_CUR_TRUNCATE,
 					       attr->ia_size);
 	else
-		err = unionfs_copyup_for_write(dentry, "setattr", -1);
+		err = unionfs_copyup_for_write(dentry, UNIONFS_CUR_SETATTR,
+					       -1);
 	if (err)
 		goto out;
 

@@ -54,7 +54,7 @@
 		__err;						\
 	})
 
-noinline void unionfs_trace_op_slow(struct super_block *sb, const char *op,
+noinline void unionfs_trace_op_slow(struct super_block *sb, enum unionfs_bop op,
 				    int bindex, struct dentry *d, int err)
 {
 	char nm[NAME_MAX + 1] = "";
@@ -65,7 +65,7 @@ noinline void unionfs_trace_op_slow(struct super_block *sb, const char *op,
 }
 
 /* the same for a call on an open branch file: its branch's index */
-noinline void unionfs_trace_file_slow(struct super_block *sb, const char *op,
+noinline void unionfs_trace_file_slow(struct super_block *sb, enum unionfs_bop op,
 				      struct file *lower, long err)
 {
 	struct unionfs_btable *bt = unionfs_bt_get(sb);
@@ -82,7 +82,7 @@ noinline void unionfs_trace_file_slow(struct super_block *sb, const char *op,
 }
 
 /* the same for a name not (yet) in a dentry: a failed lookup */
-noinline void unionfs_trace_op_name(struct super_block *sb, const char *op,
+noinline void unionfs_trace_op_name(struct super_block *sb, enum unionfs_bop op,
 				    int bindex, const char *name, int len,
 				    int err)
 {
@@ -98,8 +98,8 @@ static struct dentry *unionfs_trace_lookup(struct super_block *sb,
 					   int bindex, const char *name,
 					   int len, struct dentry *d)
 {
-	if (tracepoint_enabled(unionfs_branch_op))
-		unionfs_trace_op_name(sb, "lookup", bindex, name, len,
+	if (unionfs_bop_traced())
+		unionfs_trace_op_name(sb, UNIONFS_BOP_LOOKUP, bindex, name, len,
 				      PTR_ERR_OR_ZERO(d));
 	return d;
 }
@@ -207,7 +207,7 @@ int unionfs_do_create(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	lockdep_assert_held(&dir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_create(&init_user_ns, dir, d, mode, true));
-	return unionfs_trace_op(bt->sb, "create", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_CREATE, bindex, d, err);
 }
 
 int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
@@ -220,7 +220,7 @@ int unionfs_do_mkdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 		err = UNIONFS_ACT(bt, vfs_mkdir(&init_user_ns, dir, d, mode));
 	if (!err && d_unhashed(d))
 		err = -EIO;	/* a branch fs that does not instantiate */
-	return unionfs_trace_op(bt->sb, "mkdir", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_MKDIR, bindex, d, err);
 }
 
 int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
@@ -231,7 +231,7 @@ int unionfs_do_mknod(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	lockdep_assert_held(&dir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_mknod(&init_user_ns, dir, d, mode, dev));
-	return unionfs_trace_op(bt->sb, "mknod", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_MKNOD, bindex, d, err);
 }
 
 int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
@@ -242,7 +242,7 @@ int unionfs_do_symlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	lockdep_assert_held(&dir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_symlink(&init_user_ns, dir, d, target));
-	return unionfs_trace_op(bt->sb, "symlink", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_SYMLINK, bindex, d, err);
 }
 
 int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
@@ -253,7 +253,7 @@ int unionfs_do_link(struct unionfs_btable *bt, int bindex, struct dentry *old,
 	lockdep_assert_held(&dir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_link(old, &init_user_ns, dir, d, NULL));
-	return unionfs_trace_op(bt->sb, "link", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_LINK, bindex, d, err);
 }
 
 int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
@@ -264,7 +264,7 @@ int unionfs_do_unlink(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	lockdep_assert_held(&dir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_unlink(&init_user_ns, dir, d, NULL));
-	return unionfs_trace_op(bt->sb, "unlink", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_UNLINK, bindex, d, err);
 }
 
 int unionfs_do_rmdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
@@ -275,7 +275,7 @@ int unionfs_do_rmdir(struct unionfs_btable *bt, int bindex, struct inode *dir,
 	lockdep_assert_held(&dir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_rmdir(&init_user_ns, dir, d));
-	return unionfs_trace_op(bt->sb, "rmdir", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_RMDIR, bindex, d, err);
 }
 
 int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
@@ -298,7 +298,7 @@ int unionfs_do_rename(struct unionfs_btable *bt, int bindex,
 	lockdep_assert_held(&newdir->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_rename(&rd));
-	return unionfs_trace_op(bt->sb, "rename", bindex, new, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_RENAME, bindex, new, err);
 }
 
 /* Caller holds inode_lock(d_inode(d)). */
@@ -310,7 +310,7 @@ int unionfs_do_setattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 	lockdep_assert_held(&d_inode(d)->i_rwsem);
 	if (!err)
 		err = UNIONFS_ACT(bt, notify_change(&init_user_ns, d, attr, NULL));
-	return unionfs_trace_op(bt->sb, "setattr", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_SETATTR, bindex, d, err);
 }
 
 int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
@@ -322,7 +322,7 @@ int unionfs_do_setxattr(struct unionfs_btable *bt, int bindex, struct dentry *d,
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_setxattr(&init_user_ns, d, name,
 						   value, size, flags));
-	return unionfs_trace_op(bt->sb, "setxattr", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_SETXATTR, bindex, d, err);
 }
 
 int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
@@ -332,7 +332,7 @@ int unionfs_do_removexattr(struct unionfs_btable *bt, int bindex,
 
 	if (!err)
 		err = UNIONFS_ACT(bt, vfs_removexattr(&init_user_ns, d, name));
-	return unionfs_trace_op(bt->sb, "removexattr", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_REMOVEXATTR, bindex, d, err);
 }
 
 struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
@@ -344,10 +344,10 @@ struct file *unionfs_do_open(struct unionfs_btable *bt, int bindex,
 	int err = UNIONFS_FAULT(UNIONFS_FSITE_OPEN);
 
 	if (err)
-		return ERR_PTR(unionfs_trace_op(bt->sb, "open", bindex, d, err));
+		return ERR_PTR(unionfs_trace_op(bt->sb, UNIONFS_BOP_OPEN, bindex, d, err));
 	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
 	f = dentry_open(&path, flags | O_LARGEFILE, cred);
-	unionfs_trace_op(bt->sb, "open", bindex, d, PTR_ERR_OR_ZERO(f));
+	unionfs_trace_op(bt->sb, UNIONFS_BOP_OPEN, bindex, d, PTR_ERR_OR_ZERO(f));
 	return f;
 }
 
@@ -372,7 +372,7 @@ int unionfs_do_scan(struct unionfs_btable *bt, int bindex, struct dentry *d,
 		err = iterate_dir(f, ctx);
 		fput(f);
 	}
-	return unionfs_trace_op(bt->sb, "scan", bindex, d, err);
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_SCAN, bindex, d, err);
 }
 
 /*
@@ -394,14 +394,14 @@ struct file *unionfs_do_tmpfile_open(struct unionfs_btable *bt, int bindex,
 	int err = UNIONFS_FAULT(UNIONFS_FSITE_TMPFILE);
 
 	if (err)
-		return ERR_PTR(unionfs_trace_op(bt->sb, "tmpfile", bindex, dir,
+		return ERR_PTR(unionfs_trace_op(bt->sb, UNIONFS_BOP_TMPFILE, bindex, dir,
 						err));
 	flags &= ~(O_CREAT | O_NOCTTY | O_TRUNC);
 	unionfs_actor_begin(bt, &act);
 	f = vfs_tmpfile_open(&init_user_ns, &path, mode, flags | O_LARGEFILE,
 			     cred);
 	unionfs_actor_end(bt, &act);
-	unionfs_trace_op(bt->sb, "tmpfile", bindex, dir, PTR_ERR_OR_ZERO(f));
+	unionfs_trace_op(bt->sb, UNIONFS_BOP_TMPFILE, bindex, dir, PTR_ERR_OR_ZERO(f));
 	return f;
 }
 
@@ -417,7 +417,7 @@ int unionfs_do_iterate(struct super_block *sb, int bindex, struct file *dir,
 
 	if (!err)
 		err = iterate_dir(dir, ctx);
-	return unionfs_trace_op(sb, "iterate", bindex, dir->f_path.dentry,
+	return unionfs_trace_op(sb, UNIONFS_BOP_ITERATE, bindex, dir->f_path.dentry,
 				err);
 }
 
@@ -429,7 +429,7 @@ int unionfs_do_iterate(struct super_block *sb, int bindex, struct file *dir,
 int unionfs_do_iterate_own(struct super_block *sb, int bindex,
 			   struct file *dir, struct dir_context *ctx)
 {
-	return unionfs_trace_op(sb, "scan", bindex, dir->f_path.dentry,
+	return unionfs_trace_op(sb, UNIONFS_BOP_SCAN, bindex, dir->f_path.dentry,
 				iterate_dir(dir, ctx));
 }
 
@@ -441,8 +441,8 @@ int unionfs_do_fsync(struct super_block *sb, int bindex, struct file *lower,
 	if (!err)
 		err = vfs_fsync_range(lower, start, end, datasync);
 	if (bindex < 0)		/* an open file's: its branch */
-		return unionfs_trace_file(sb, "fsync", lower, err);
-	return unionfs_trace_op(sb, "fsync", bindex, lower->f_path.dentry,
+		return unionfs_trace_file(sb, UNIONFS_BOP_FSYNC, lower, err);
+	return unionfs_trace_op(sb, UNIONFS_BOP_FSYNC, bindex, lower->f_path.dentry,
 				err);
 }
 
@@ -454,14 +454,14 @@ long unionfs_do_fallocate(struct super_block *sb, struct file *lower,
 
 	if (!err)
 		err = vfs_fallocate(lower, mode, offset, len);
-	return unionfs_trace_file(sb, "fallocate", lower, err);
+	return unionfs_trace_file(sb, UNIONFS_BOP_FALLOCATE, lower, err);
 }
 
 /* Advice: nothing to fail meaningfully, no fault site. */
 int unionfs_do_fadvise(struct super_block *sb, struct file *lower,
 		       loff_t offset, loff_t len, int advice)
 {
-	return unionfs_trace_file(sb, "fadvise", lower,
+	return unionfs_trace_file(sb, UNIONFS_BOP_FADVISE, lower,
 				  vfs_fadvise(lower, offset, len, advice));
 }
 
@@ -476,8 +476,8 @@ long unionfs_do_splice(struct super_block *sb, struct file *in, loff_t *ppos,
 {
 	long ret = do_splice_direct(in, ppos, out, opos, len, flags);
 
-	if (tracepoint_enabled(unionfs_branch_op))
-		unionfs_trace_op_slow(sb, "splice", -1, out->f_path.dentry,
+	if (unionfs_bop_traced())
+		unionfs_trace_op_slow(sb, UNIONFS_BOP_SPLICE, -1, out->f_path.dentry,
 				      ret < 0 ? ret : 0);
 	return ret;
 }
@@ -496,7 +496,7 @@ loff_t unionfs_do_clone(struct super_block *sb, int bindex, struct file *in,
 
 	if (!ret)
 		ret = vfs_clone_file_range(in, 0, out, 0, len, 0);
-	unionfs_trace_op(sb, "clone", bindex, out->f_path.dentry,
+	unionfs_trace_op(sb, UNIONFS_BOP_CLONE, bindex, out->f_path.dentry,
 			 ret < 0 ? ret : 0);
 	return ret;
 }
@@ -508,7 +508,7 @@ const char *unionfs_do_get_link(struct super_block *sb, int bindex,
 	int err = UNIONFS_FAULT(UNIONFS_FSITE_GET_LINK);
 
 	p = err ? ERR_PTR(err) : vfs_get_link(d, done);
-	unionfs_trace_op(sb, "get_link", bindex, d, PTR_ERR_OR_ZERO(p));
+	unionfs_trace_op(sb, UNIONFS_BOP_GET_LINK, bindex, d, PTR_ERR_OR_ZERO(p));
 	return p;
 }
 
@@ -516,7 +516,7 @@ const char *unionfs_do_get_link(struct super_block *sb, int bindex,
 int unionfs_do_fileattr_get(struct super_block *sb, int bindex,
 			    struct dentry *d, struct fileattr *fa)
 {
-	return unionfs_trace_op(sb, "fileattr_get", bindex, d,
+	return unionfs_trace_op(sb, UNIONFS_BOP_FILEATTR_GET, bindex, d,
 				vfs_fileattr_get(d, fa));
 }
 
@@ -529,7 +529,7 @@ ssize_t unionfs_do_getxattr(struct super_block *sb, int bindex,
 
 	if (!ret)
 		ret = vfs_getxattr(&init_user_ns, d, name, value, size);
-	unionfs_trace_op(sb, "getxattr", bindex, d, ret < 0 ? ret : 0);
+	unionfs_trace_op(sb, UNIONFS_BOP_GETXATTR, bindex, d, ret < 0 ? ret : 0);
 	return ret;
 }
 
@@ -545,7 +545,7 @@ ssize_t unionfs_do_probe_xattr(struct super_block *sb, int bindex,
 {
 	ssize_t ret = __vfs_getxattr(d, d_inode(d), name, value, size);
 
-	unionfs_trace_op(sb, "probe_xattr", bindex, d, ret < 0 ? ret : 0);
+	unionfs_trace_op(sb, UNIONFS_BOP_PROBE_XATTR, bindex, d, ret < 0 ? ret : 0);
 	return ret;
 }
 
@@ -556,7 +556,7 @@ ssize_t unionfs_do_listxattr(struct super_block *sb, int bindex,
 
 	if (!ret)
 		ret = vfs_listxattr(d, list, size);
-	unionfs_trace_op(sb, "listxattr", bindex, d, ret < 0 ? ret : 0);
+	unionfs_trace_op(sb, UNIONFS_BOP_LISTXATTR, bindex, d, ret < 0 ? ret : 0);
 	return ret;
 }
 
@@ -567,7 +567,7 @@ int unionfs_do_statfs(struct unionfs_btable *bt, int bindex,
 
 	if (!err)
 		err = vfs_statfs(&bt->br[bindex]->path, buf);
-	return unionfs_trace_op(bt->sb, "statfs", bindex,
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_STATFS, bindex,
 				bt->br[bindex]->path.dentry, err);
 }
 
@@ -584,6 +584,6 @@ int unionfs_do_sync_fs(struct unionfs_btable *bt, int bindex)
 	down_read(&lsb->s_umount);
 	err = sync_filesystem(lsb);
 	up_read(&lsb->s_umount);
-	return unionfs_trace_op(bt->sb, "sync_fs", bindex,
+	return unionfs_trace_op(bt->sb, UNIONFS_BOP_SYNC_FS, bindex,
 				bt->br[bindex]->path.dentry, err);
 }

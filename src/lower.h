@@ -16,19 +16,24 @@ struct kstatfs;
  * that the wrappers on the data path (read, write, getattr, lookup) cost
  * nothing more than the call they wrap while nobody traces.
  */
+#ifdef NOTRACE	/* tracepoints compiled out (bench/trace-cost.sh) */
+#define unionfs_bop_traced()	false
+#else
 DECLARE_TRACEPOINT(unionfs_branch_op);
-void unionfs_trace_op_slow(struct super_block *sb, const char *op,
+#define unionfs_bop_traced()	tracepoint_enabled(unionfs_branch_op)
+#endif
+void unionfs_trace_op_slow(struct super_block *sb, enum unionfs_bop op,
 			   int bindex, struct dentry *d, int err);
-void unionfs_trace_op_name(struct super_block *sb, const char *op,
+void unionfs_trace_op_name(struct super_block *sb, enum unionfs_bop op,
 			   int bindex, const char *name, int len, int err);
 
-void unionfs_trace_file_slow(struct super_block *sb, const char *op,
+void unionfs_trace_file_slow(struct super_block *sb, enum unionfs_bop op,
 			     struct file *lower, long err);
 
-static inline int unionfs_trace_op(struct super_block *sb, const char *op,
+static inline int unionfs_trace_op(struct super_block *sb, enum unionfs_bop op,
 				   int bindex, struct dentry *d, int err)
 {
-	if (tracepoint_enabled(unionfs_branch_op))
+	if (unionfs_bop_traced())
 		unionfs_trace_op_slow(sb, op, bindex, d, err);
 	return err;
 }
@@ -38,10 +43,10 @@ static inline int unionfs_trace_op(struct super_block *sb, const char *op,
  * in the current table (found only while tracing), -1 if a branch change
  * has removed it since the file was opened.
  */
-static inline long unionfs_trace_file(struct super_block *sb, const char *op,
+static inline long unionfs_trace_file(struct super_block *sb, enum unionfs_bop op,
 				      struct file *lower, long ret)
 {
-	if (tracepoint_enabled(unionfs_branch_op))
+	if (unionfs_bop_traced())
 		unionfs_trace_file_slow(sb, op, lower, ret < 0 ? ret : 0);
 	return ret;
 }
@@ -59,7 +64,7 @@ static inline ssize_t unionfs_do_read_iter(struct super_block *sb,
 
 	if (!ret)
 		ret = vfs_iter_read(lower, iter, pos, flags);
-	unionfs_trace_file(sb, "read", lower, ret);
+	unionfs_trace_file(sb, UNIONFS_BOP_READ, lower, ret);
 	return ret;
 }
 
@@ -73,7 +78,7 @@ static inline ssize_t unionfs_do_write_iter(struct super_block *sb,
 
 	if (!ret)
 		ret = vfs_iter_write(lower, iter, pos, flags);
-	unionfs_trace_file(sb, "write", lower, ret);
+	unionfs_trace_file(sb, UNIONFS_BOP_WRITE, lower, ret);
 	return ret;
 }
 
@@ -83,7 +88,7 @@ static inline loff_t unionfs_do_llseek(struct super_block *sb,
 {
 	loff_t ret = vfs_llseek(lower, offset, whence);
 
-	unionfs_trace_file(sb, "llseek", lower, ret);
+	unionfs_trace_file(sb, UNIONFS_BOP_LLSEEK, lower, ret);
 	return ret;
 }
 
@@ -96,7 +101,7 @@ static inline int unionfs_do_getattr(struct super_block *sb, int bindex,
 
 	if (!err)
 		err = vfs_getattr(path, stat, request_mask, flags);
-	return unionfs_trace_op(sb, "getattr", bindex, path->dentry, err);
+	return unionfs_trace_op(sb, UNIONFS_BOP_GETATTR, bindex, path->dentry, err);
 }
 
 int unionfs_do_fsync(struct super_block *sb, int bindex, struct file *lower,

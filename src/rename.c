@@ -286,7 +286,8 @@ static int unionfs_rename_locked(struct inode *old_dir,
 			return PTR_ERR(rpath);
 	}
 
-	err = unionfs_copyup_dentry_held(old_dentry, t, "rename", -1);
+	err = unionfs_copyup_dentry_held(old_dentry, t, UNIONFS_CUR_RENAME,
+					 -1);
 	if (err) {
 		kfree(rpath);
 		return err;
@@ -316,7 +317,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 					   &made_rd);
 	} else if (isdir) {
 		/* logically empty (or wholly ours): mark opaque before moving */
-		err = unionfs_make_opaque_new(bt, t, lold, NULL, "rename",
+		err = unionfs_make_opaque_new(bt, t, lold, NULL, UNIONFS_MKR_RENAME,
 					      &made_opaque);
 	}
 	if (isdir && !err && d_really_is_positive(new_dentry)) {
@@ -376,7 +377,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	cred = unionfs_override_creds(sb);
 	if (need_wh) {
 		err = unionfs_whiteout_locked(bt, t, lold_parent,
-					      &old_dentry->d_name, "rename");
+					      &old_dentry->d_name, UNIONFS_MKR_RENAME);
 		if (err)
 			goto out_revert;
 		made_wh = true;
@@ -404,7 +405,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	cred = unionfs_override_creds(sb);
 	if (!err && nud->bwh == t)
 		unionfs_remove_whiteout_locked(bt, t, lnew_parent,
-					       &new_dentry->d_name, "rename");
+					       &new_dentry->d_name, UNIONFS_MKR_RENAME);
 out_revert:
 	/* put the replaced directory back under its name (a few tries) */
 	for (tries = 0; err && stashed && tries < 5; tries++) {
@@ -429,7 +430,7 @@ out_revert:
 	}
 	if (err && made_wh)
 		unionfs_remove_whiteout_locked(bt, t, lold_parent,
-					       &old_dentry->d_name, "revert");
+					       &old_dentry->d_name, UNIONFS_MKR_REVERT);
 out_unlock:
 	unlock_rename(lold_parent, lnew_parent);
 	/* the union's own clean-up: as the mounter, overriding at most once */

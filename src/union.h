@@ -91,6 +91,9 @@
 /* lockdep subclass of an ancestor's cu_lock (see the lock order above) */
 #define UNIONFS_CU_ANCESTOR	2
 
+/* the enum fields of the tracepoints (the lists are trace-header style) */
+#include "unionfs_trace_enums.h"
+
 #define UNIONFS_WHPFX		".wh."
 #define UNIONFS_WHLEN		4
 /*
@@ -498,7 +501,7 @@ int unionfs_bt_index(struct unionfs_btable *bt, struct unionfs_branch *br);
 struct unionfs_dentry_info *unionfs_root_dinfo(struct unionfs_btable *bt);
 int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 			     char *cmds, bool sb_ro);
-void unionfs_bump_gen(struct super_block *sb, const char *cause);
+void unionfs_bump_gen(struct super_block *sb, enum unionfs_rv_why cause);
 
 /* lookup.c */
 struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt);
@@ -600,14 +603,14 @@ void unionfs_rdcache_put(struct unionfs_rdcache *rdc);
 int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);
 /* @target: a branch of @bt (-ESTALE if the dentries are on another) */
 int unionfs_copyup_dentry_held(struct dentry *dentry, int target,
-			       const char *reason, loff_t len);
+			       enum unionfs_cu_reason reason, loff_t len);
 int unionfs_dir_shown_writable(struct dentry *dir, struct unionfs_btable *bt,
 			       int bound);
 int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
 			   int target);
 int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt,
 		       int target);
-int unionfs_copyup_for_write(struct dentry *dentry, const char *reason,
+int unionfs_copyup_for_write(struct dentry *dentry, enum unionfs_cu_reason reason,
 			     loff_t len);
 
 /* The phases of a copy-up (tracepoint unionfs_copyup_phase). */
@@ -627,19 +630,19 @@ void unionfs_clean_leftovers(struct unionfs_btable *bt, int bindex,
 /* whiteout.c (the _locked variants need the lower parent locked) */
 int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,
-			    const char *reason);
+			    enum unionfs_mk_reason reason);
 int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 				   struct dentry *lparent,
-				   const struct qstr *name, const char *reason);
+				   const struct qstr *name, enum unionfs_mk_reason reason);
 int unionfs_create_whiteout(struct dentry *parent, struct unionfs_btable *bt,
 			    const struct qstr *name, int bindex,
-			    const char *reason);
+			    enum unionfs_mk_reason reason);
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *lower_dir, const struct dentry *shown,
-			const char *reason);
+			enum unionfs_mk_reason reason);
 int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 			    struct dentry *ldir, const struct dentry *shown,
-			    const char *reason, bool *created);
+			    enum unionfs_mk_reason reason, bool *created);
 int unionfs_remove_opaque(struct unionfs_btable *bt, int bindex,
 			  struct dentry *lower_dir);
 int unionfs_scan_whiteouts(struct unionfs_btable *bt, int bindex,

@@ -58,7 +58,7 @@ int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir)
 
 int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 			    struct dentry *lparent, const struct qstr *name,
-			    const char *reason)
+			    enum unionfs_mk_reason reason)
 {
 	struct dentry *wh;
 	char *whname;
@@ -90,7 +90,7 @@ int unionfs_whiteout_locked(struct unionfs_btable *bt, int bindex,
 
 int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
 				   struct dentry *lparent,
-				   const struct qstr *name, const char *reason)
+				   const struct qstr *name, enum unionfs_mk_reason reason)
 {
 	struct dentry *wh;
 	char *whname;
@@ -121,7 +121,7 @@ int unionfs_remove_whiteout_locked(struct unionfs_btable *bt, int bindex,
  */
 int unionfs_create_whiteout(struct dentry *parent, struct unionfs_btable *bt,
 			    const struct qstr *name, int bindex,
-			    const char *reason)
+			    enum unionfs_mk_reason reason)
 {
 	struct super_block *sb = parent->d_sb;
 	struct dentry *lparent;
@@ -156,7 +156,7 @@ int unionfs_create_whiteout(struct dentry *parent, struct unionfs_btable *bt,
  */
 int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 			    struct dentry *ldir, const struct dentry *shown,
-			    const char *reason, bool *created)
+			    enum unionfs_mk_reason reason, bool *created)
 {
 	int len;
 	const char *name = unionfs_opaque_name(bt->sb, &len);
@@ -186,7 +186,7 @@ int unionfs_make_opaque_new(struct unionfs_btable *bt, int bindex,
 
 int unionfs_make_opaque(struct unionfs_btable *bt, int bindex,
 			struct dentry *ldir, const struct dentry *shown,
-			const char *reason)
+			enum unionfs_mk_reason reason)
 {
 	bool created;
 
@@ -344,7 +344,7 @@ int unionfs_clean_whiteouts(struct unionfs_btable *bt, int bindex,
 			err = unionfs_do_rmdir(bt, bindex, d_inode(ldir), d);
 		if (!err && d_is_reg(d))
 			unionfs_trace_marker(unionfs_whiteout_remove, bt, ldir,
-					     e->name, bindex, "clean", 0);
+					     e->name, bindex, UNIONFS_MKR_CLEAN, 0);
 		dput(d);
 	}
 	inode_unlock(d_inode(ldir));

@@ -130,7 +130,7 @@ static int unionfs_xattr_change(struct dentry *dentry, struct inode *inode,
 	err = unionfs_xattr_precheck(dentry, inode, name, value, size, flags);
 	if (err)
 		return err < 0 ? err : 0;
-	err = unionfs_copyup_for_write(dentry, "xattr", -1);
+	err = unionfs_copyup_for_write(dentry, UNIONFS_CUR_XATTR, -1);
 	if (err)
 		return err;
 	bt = unionfs_dbt_get(dentry);	/* the root's may be replaced */

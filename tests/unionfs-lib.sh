@@ -58,6 +58,13 @@ branch_fs() {
 
 # names in a directory, sorted, one per line (ls -A without the tool's own rules)
 names() { ls -A1 "$1" | LC_ALL=C sort; }
+# tr_enum EVENT NAME: the number of NAME in an enum field of a unionfs event (its format
+# file prints the field by name: __print_symbolic(REC->op, { 26, "clone" }, ...)); filters
+# take the number: echo "op == $(tr_enum unionfs_branch_op clone)" > .../filter
+tr_enum() {
+	grep -oE "\{ [0-9]+, \"$2\" \}" "/sys/kernel/tracing/events/unionfs/$1/format" |
+		head -n 1 | grep -oE '[0-9]+'
+}
 
 # Length of the reliability tests (tests/t/9x-*.sh): short by default (make check); long with
 # UNIONFS_SOAK=1 (make soak), where each file repeats its workload with fresh seeds until

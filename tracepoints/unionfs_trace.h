@@ -16,7 +16,25 @@
 #include <linux/fs.h>
 #include <linux/dcache.h>
 
-#include "../src/union.h"	/* struct unionfs_dentry_info */
+#include "../src/union.h"	/* struct unionfs_dentry_info, the enums */
+
+/*
+ * The enum fields (src/union.h's lists): their values exported for user
+ * space (the format files show the numbers), then printed by name.
+ */
+#undef EM
+#undef EMe
+#define EM(a, b)	TRACE_DEFINE_ENUM(a);
+#define EMe(a, b)	TRACE_DEFINE_ENUM(a);
+UNIONFS_BOPS
+UNIONFS_RV_RESULTS
+UNIONFS_RV_WHYS
+UNIONFS_CU_REASONS
+UNIONFS_MK_REASONS
+#undef EM
+#undef EMe
+#define EM(a, b)	{ a, b },
+#define EMe(a, b)	{ a, b }
 
 TRACE_EVENT(unionfs_lookup,
 	TP_PROTO(struct super_block *sb, const char *parent,
@@ -69,7 +87,7 @@ TRACE_EVENT(unionfs_lookup,
 DECLARE_EVENT_CLASS(unionfs_copyup_class,
 	TP_PROTO(struct super_block *sb, const char *name, unsigned long ino,
 		 int from, int to, loff_t size, loff_t copied,
-		 const char *reason, int err, u64 ns),
+		 enum unionfs_cu_reason reason, int err, u64 ns),
 	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
@@ -79,7 +97,7 @@ DECLARE_EVENT_CLASS(unionfs_copyup_class,
 		__field(int, to)
 		__field(loff_t, size)
 		__field(loff_t, copied)
-		__string(reason, reason)
+		__field(u8, reason)
 		__field(int, err)
 		__field(u64, ns)
 	),
@@ -91,27 +109,28 @@ DECLARE_EVENT_CLASS(unionfs_copyup_class,
 		__entry->to = to;
 		__entry->size = size;
 		__entry->copied = copied;
-		__assign_str(reason, reason);
+		__entry->reason = reason;
 		__entry->err = err;
 		__entry->ns = ns;
 	),
 	TP_printk("dev %d:%d name %s ino %lu branch %d -> %d size %lld copied %lld reason %s err %d ns %llu",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
 		  __entry->ino, __entry->from, __entry->to, __entry->size,
-		  __entry->copied, __get_str(reason), __entry->err,
-		  __entry->ns)
+		  __entry->copied,
+		  __print_symbolic(__entry->reason, UNIONFS_CU_REASONS),
+		  __entry->err, __entry->ns)
 );
 
 DEFINE_EVENT(unionfs_copyup_class, unionfs_copyup_start,
 	TP_PROTO(struct super_block *sb, const char *name, unsigned long ino,
 		 int from, int to, loff_t size, loff_t copied,
-		 const char *reason, int err, u64 ns),
+		 enum unionfs_cu_reason reason, int err, u64 ns),
 	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns));
 
 DEFINE_EVENT(unionfs_copyup_class, unionfs_copyup_end,
 	TP_PROTO(struct super_block *sb, const char *name, unsigned long ino,
 		 int from, int to, loff_t size, loff_t copied,
-		 const char *reason, int err, u64 ns),
+		 enum unionfs_cu_reason reason, int err, u64 ns),
 	TP_ARGS(sb, name, ino, from, to, size, copied, reason, err, ns));
 
 /*
@@ -159,14 +178,14 @@ TRACE_EVENT(unionfs_copyup_phase,
 /* Whiteouts and opaque markers: @name (the marker) in directory @parent. */
 DECLARE_EVENT_CLASS(unionfs_marker_class,
 	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
-		 int bindex, const char *reason, int err),
+		 int bindex, enum unionfs_mk_reason reason, int err),
 	TP_ARGS(sb, parent, name, bindex, reason, err),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
 		__string(parent, parent)
 		__string(name, name)
 		__field(int, bindex)
-		__string(reason, reason)
+		__field(u8, reason)
 		__field(int, err)
 	),
 	TP_fast_assign(
@@ -174,103 +193,111 @@ DECLARE_EVENT_CLASS(unionfs_marker_class,
 		__assign_str(parent, parent);
 		__assign_str(name, name);
 		__entry->bindex = bindex;
-		__assign_str(reason, reason);
+		__entry->reason = reason;
 		__entry->err = err;
 	),
 	TP_printk("dev %d:%d parent %s name %s branch %d reason %s err %d",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(parent),
-		  __get_str(name), __entry->bindex, __get_str(reason),
+		  __get_str(name), __entry->bindex,
+		  __print_symbolic(__entry->reason, UNIONFS_MK_REASONS),
 		  __entry->err)
 );
 
 DEFINE_EVENT(unionfs_marker_class, unionfs_whiteout_create,
 	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
-		 int bindex, const char *reason, int err),
+		 int bindex, enum unionfs_mk_reason reason, int err),
 	TP_ARGS(sb, parent, name, bindex, reason, err));
 
 DEFINE_EVENT(unionfs_marker_class, unionfs_whiteout_remove,
 	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
-		 int bindex, const char *reason, int err),
+		 int bindex, enum unionfs_mk_reason reason, int err),
 	TP_ARGS(sb, parent, name, bindex, reason, err));
 
 DEFINE_EVENT(unionfs_marker_class, unionfs_opaque_mark,
 	TP_PROTO(struct super_block *sb, const char *parent, const char *name,
-		 int bindex, const char *reason, int err),
+		 int bindex, enum unionfs_mk_reason reason, int err),
 	TP_ARGS(sb, parent, name, bindex, reason, err));
 
+/* @op: enum unionfs_bop (a number in filters: op == 26 is "clone") */
 DECLARE_EVENT_CLASS(unionfs_branch_op_class,
-	TP_PROTO(struct super_block *sb, const char *op, int bindex,
+	TP_PROTO(struct super_block *sb, enum unionfs_bop op, int bindex,
 		 const char *name, int err),
 	TP_ARGS(sb, op, bindex, name, err),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
-		__string(op, op)
+		__field(u8, op)
 		__field(int, bindex)
 		__string(name, name)
 		__field(int, err)
 	),
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
-		__assign_str(op, op);
+		__entry->op = op;
 		__entry->bindex = bindex;
 		__assign_str(name, name);
 		__entry->err = err;
 	),
 	TP_printk("dev %d:%d %s branch %d name %s err %d",
-		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(op),
+		  MAJOR(__entry->dev), MINOR(__entry->dev),
+		  __print_symbolic(__entry->op, UNIONFS_BOPS),
 		  __entry->bindex, __get_str(name), __entry->err)
 );
 
 DEFINE_EVENT(unionfs_branch_op_class, unionfs_branch_op,
-	TP_PROTO(struct super_block *sb, const char *op, int bindex,
+	TP_PROTO(struct super_block *sb, enum unionfs_bop op, int bindex,
 		 const char *name, int err),
 	TP_ARGS(sb, op, bindex, name, err));
 
+/* @result: enum unionfs_rv_result, @why: enum unionfs_rv_why */
 TRACE_EVENT(unionfs_revalidate,
 	TP_PROTO(struct super_block *sb, const char *name, int dgen,
-		 int sbgen, const char *result, const char *why),
+		 int sbgen, enum unionfs_rv_result result,
+		 enum unionfs_rv_why why),
 	TP_ARGS(sb, name, dgen, sbgen, result, why),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
 		__string(name, name)
 		__field(int, dgen)
 		__field(int, sbgen)
-		__string(result, result)
-		__string(why, why)
+		__field(u8, result)
+		__field(u8, why)
 	),
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
 		__assign_str(name, name);
 		__entry->dgen = dgen;
 		__entry->sbgen = sbgen;
-		__assign_str(result, result);
-		__assign_str(why, why);
+		__entry->result = result;
+		__entry->why = why;
 	),
 	TP_printk("dev %d:%d name %s gen %d sbgen %d result %s why %s",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __get_str(name),
-		  __entry->dgen, __entry->sbgen, __get_str(result),
-		  __get_str(why))
+		  __entry->dgen, __entry->sbgen,
+		  __print_symbolic(__entry->result, UNIONFS_RV_RESULTS),
+		  __print_symbolic(__entry->why, UNIONFS_RV_WHYS))
 );
 
+/* @cause: enum unionfs_rv_why (remount or incgen) */
 TRACE_EVENT(unionfs_gen_bump,
 	TP_PROTO(struct super_block *sb, int old_gen, int new_gen,
-		 const char *cause),
+		 enum unionfs_rv_why cause),
 	TP_ARGS(sb, old_gen, new_gen, cause),
 	TP_STRUCT__entry(
 		__field(dev_t, dev)
 		__field(int, old_gen)
 		__field(int, new_gen)
-		__string(cause, cause)
+		__field(u8, cause)
 	),
 	TP_fast_assign(
 		__entry->dev = sb->s_dev;
 		__entry->old_gen = old_gen;
 		__entry->new_gen = new_gen;
-		__assign_str(cause, cause);
+		__entry->cause = cause;
 	),
 	TP_printk("dev %d:%d generation %d -> %d cause %s",
 		  MAJOR(__entry->dev), MINOR(__entry->dev), __entry->old_gen,
-		  __entry->new_gen, __get_str(cause))
+		  __entry->new_gen,
+		  __print_symbolic(__entry->cause, UNIONFS_RV_WHYS))
 );
 
 TRACE_EVENT(unionfs_readdir,

@@ -30,7 +30,14 @@ check "mount dirs=up=rw:lo=ro (one xfs)" mount -i -t unionfs -o "dirs=$X/up=rw:$
 	finish
 
 TR=/sys/kernel/tracing
-[[ -d $TR/events/unionfs ]] && { echo > $TR/trace; echo 'op == "clone"' > $TR/events/unionfs/unionfs_branch_op/filter 2>/dev/null; echo 1 > $TR/events/unionfs/unionfs_branch_op/enable; }
+if [[ -d $TR/events/unionfs ]]; then
+	echo > $TR/trace
+	# op is an enum field: the filter takes the number the format file gives "clone"
+	clone=$(tr_enum unionfs_branch_op clone)
+	check "tracepoint unionfs_branch_op: filter op == $clone (clone) accepted" \
+		bash -c "echo 'op == $clone' > $TR/events/unionfs/unionfs_branch_op/filter"
+	echo 1 > $TR/events/unionfs/unionfs_branch_op/enable
+fi
 
 u0=$(used); t0=$(date +%s%N)
 echo tail >> "$M/big"; rc=$?
@@ -49,6 +56,8 @@ check "filefrag: the copy's extents are shared with the original" \
 if [[ -d $TR/events/unionfs ]]; then
 	is "tracepoint unionfs_branch_op: one clone on branch 0, err 0" \
 		"$(grep -c 'clone branch 0 name .* err 0' $TR/trace)" 1
+	is "tracepoint unionfs_branch_op: the filter let only clones through" \
+		"$(grep unionfs_branch_op: $TR/trace | grep -vc ' clone branch ')" 0
 	echo 0 > $TR/events/unionfs/unionfs_branch_op/enable
 	echo 0 > $TR/events/unionfs/unionfs_branch_op/filter
 else

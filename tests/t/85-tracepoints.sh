@@ -59,6 +59,24 @@ for e in $ALL_EVENTS; do
 		not_ok "$e registered, carries dev" "$(cat "$EV/$e/format" 2>&1 | head -n 12)"
 	fi
 done
+# enum fields (tracepoints/unionfs_trace_enums.h): one byte each, every value exported by
+# number (a value missing its TRACE_DEFINE_ENUM would show its C name in the print format,
+# which trace-cmd and perf could not read), each printed by its name
+for ef in unionfs_branch_op:op unionfs_revalidate:result unionfs_revalidate:why \
+	unionfs_gen_bump:cause; do
+	e=${ef%%:*} fld=${ef#*:}
+	is "$e: $fld is a u8 field" "$(grep -c "field:u8 $fld;" "$EV/$e/format")" 1
+done
+for e in unionfs_branch_op unionfs_revalidate unionfs_gen_bump unionfs_copyup_phase; do
+	is "$e: no enum value left unexported in the print format" \
+		"$(grep '^print fmt' "$EV/$e/format" | grep -oE 'UNIONFS_[A-Z_]+' | head -n 3)" ""
+done
+is "branch_op: 32 ops, numbered 0..31 in the print format" \
+	"$(grep '^print fmt' "$EV/unionfs_branch_op/format" | grep -oE '\{ [0-9]+, "[a-z_]+" \}' |
+		grep -oE '^\{ [0-9]+' | tr -d '{ ' | tr '\n' ' ')" "$(seq -s ' ' 0 31) "
+is "revalidate: 19 reasons, 6 results" \
+	"$(grep '^print fmt' "$EV/unionfs_revalidate/format" | grep -oE '\{ [0-9]+, "[a-z-]+" \}' |
+		wc -l)" 25
 
 # union: b0 (rw) over b1 (ro) over b2 (ro), all tmpfs
 mkdir -p "$T/m"

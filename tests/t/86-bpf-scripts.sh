@@ -72,6 +72,27 @@ check "mount 3-branch union" mount -i -t unionfs -o "dirs=$B0:$B1=ro:$B2=ro" non
 	skip_all "mount failed"
 MAJ=$(stat -c %Hd "$M") MIN=$(stat -c %Ld "$M")
 
+# ---- enum names: each script's table (BEGIN) is the event's own (its format file) ------
+# names_bt SCRIPT MAP: "N name" per line of @MAP[N] = "name"; names_fmt EVENT FIELD: the same from
+# the event's print format (__print_symbolic of REC->FIELD)
+names_bt() { grep -oE "@$2\[[0-9]+\] = \"[a-z_-]+\"" "bpf-scripts/$1" |
+	sed -E 's/.*\[([0-9]+)\] = "(.*)"/\1 \2/' | sort -n; }
+names_fmt() { grep '^print fmt' "/sys/kernel/tracing/events/unionfs/$1/format" |
+	grep -oE "__print_symbolic\(REC->$2, [^)]*\)" | grep -oE '\{ [0-9]+, "[a-z_-]+" \}' |
+	sed -E 's/\{ ([0-9]+), "(.*)" \}/\1 \2/' | sort -n; }
+for t in unionfs-revalidate.bt:result_name:unionfs_revalidate:result \
+	unionfs-revalidate.bt:why_name:unionfs_revalidate:why \
+	unionfs-copyup-latency.bt:reason_name:unionfs_copyup_end:reason \
+	unionfs-whiteouts.bt:reason_name:unionfs_whiteout_create:reason; do
+	IFS=: read -r sc map ev fld <<< "$t"
+	want=$(names_fmt "$ev" "$fld")
+	if [[ -n $want && $(names_bt "$sc" "$map") == "$want" ]]; then
+		ok "$sc: @$map is $ev's $fld ($(wc -l <<< "$want") names)"
+	else
+		not_ok "$sc: @$map is $ev's $fld" "$(diff <(names_bt "$sc" "$map") <(echo "$want"))"
+	fi
+done
+
 # ---- unionfs-fanout.bt --------------------------------------------------------------
 if bt_start unionfs-fanout '^Tracing'; then
 	for i in $(seq 10); do stat "$M/fan/top$i" "$M/fan/low$i" > /dev/null; done
