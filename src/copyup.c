@@ -856,7 +856,7 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	const struct cred *old;
 	loff_t copied = 0, size;
 	bool top, opaque = false, group, first, ixl = false;
-	int b, bend, err;
+	int b, bend, err, ixt;
 	u64 t0;
 
 	if (ud->bt != bt || unionfs_dbt(parent) != bt)
@@ -904,7 +904,15 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	newld = NULL;
 	/* a link group's other name: a link of its index entry (index.c) */
 	group = !err && unionfs_index_wanted(bt, b, src);
-	if (group)
+	/*
+	 * Its copy goes to the group's index branch, not above it because
+	 * that one's file system is read-only for now: its lookups would not
+	 * find the entry there.
+	 */
+	ixt = group ? unionfs_index_rw_over(bt, b) : -1;
+	if (ixt > t && !unionfs_branch_writable(bt, ixt))
+		err = -EROFS;
+	if (group && !err)
 		err = unionfs_index_copyup_link(dentry, src, b, lparent, t,
 						&newld);
 	/*

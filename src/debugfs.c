@@ -96,6 +96,7 @@ static const char *const unionfs_fault_names[] = {
 	[UNIONFS_FSITE_FALLOCATE]	= "fallocate",
 	[UNIONFS_FSITE_STATFS]		= "statfs",
 	[UNIONFS_FSITE_REDIRECT]	= "redirect",
+	[UNIONFS_FSITE_INDEX]		= "index",
 };
 
 /*

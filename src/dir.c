@@ -205,7 +205,7 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 	ud->bopaque = opaque ? t : -1;
 	ud->bwh = -1;
 	spin_unlock(&ud->lock);
-	inode = unionfs_iget(sb, ud);
+	inode = unionfs_iget(sb, ud, false);
 	if (IS_ERR(inode)) {
 		err = PTR_ERR(inode);
 		goto out_unlock;
@@ -311,7 +311,7 @@ static int unionfs_tmpfile(struct user_namespace *mnt_userns,
 	ud->bstart = t;
 	ud->bend = t;
 	spin_unlock(&ud->lock);
-	inode = unionfs_iget(dir->i_sb, ud);
+	inode = unionfs_iget(dir->i_sb, ud, false);
 	if (IS_ERR(inode)) {
 		fput(lf);
 		err = PTR_ERR(inode);

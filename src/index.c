@@ -30,10 +30,11 @@
 #define UNIONFS_INDEX_DIR_LEN	(sizeof(UNIONFS_INDEX_DIR) - 1)
 #define UNIONFS_XATTR_ORIGIN	UNIONFS_XATTR_PRIVATE "origin"
 #define UNIONFS_XATTR_NLINK	UNIONFS_XATTR_PRIVATE "nlink"
-/* "<uuid>-<ino>-<generation>" in hex, or "<dev>-<ino>-<generation>" */
+/* "<uuid>-<ino>-<generation>" in hex */
 #define UNIONFS_IXKEY_LEN	72
-/* names of a group in the dcache moved over to the index at its copy-up */
+/* names of a group in the dcache moved over to the index at its copy-up, per pass */
 #define UNIONFS_INDEX_ALIASES	16
+#define UNIONFS_INDEX_PASSES	4096	/* a bound: 64k names */
 
 static void unionfs_trace_index(struct super_block *sb,
 				const struct dentry *dentry, int bindex,
@@ -49,31 +50,73 @@ static void unionfs_trace_index(struct super_block *sb,
 }
 
 /*
+ * Does the lower file system @sb name its files for good: a uuid that no
+ * other file system of the union has. A file system without one (squashfs,
+ * iso9660, ramfs, NFS, FUSE; ext4 after tune2fs -U clear) has only its
+ * device number, which the next mount may give another (a loop device) or
+ * another file system: its groups would fall apart, or take another
+ * image's entries. Two file systems with one uuid (an image and its copy)
+ * have the same inode numbers: their groups would mix. Such files are
+ * copied up as files with one name are (as overlayfs falls back to
+ * index=off for them).
+ */
+static bool unionfs_index_fs_ok(struct unionfs_btable *bt,
+				const struct super_block *sb)
+{
+	int i;
+
+	if (uuid_is_null(&sb->s_uuid))
+		return false;
+	for (i = 0; i < bt->nbr; i++) {
+		const struct super_block *o = bt->br[i]->path.dentry->d_sb;
+
+		if (o != sb && uuid_equal(&o->s_uuid, &sb->s_uuid))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Is @ld (branch @b) a member of a link group whose copy-up and lookup go
  * through an index: a regular file with several names in a branch the
- * union does not write. The one test every path makes first.
+ * union does not write, on a file system with its own uuid. The one test
+ * every path makes first.
  */
 bool unionfs_index_wanted(struct unionfs_btable *bt, int b, struct dentry *ld)
 {
 	return d_is_reg(ld) && d_inode(ld)->i_nlink > 1 &&
-	       !unionfs_branch_writable(bt, b);
+	       READ_ONCE(bt->br[b]->mode) != UNIONFS_BR_RW &&
+	       unionfs_index_fs_ok(bt, d_inode(ld)->i_sb);
 }
 
 /*
- * The group's key: the lower inode's file system (its uuid, else its
- * device number), inode number and generation. A number reused by a later
- * file of the branch has another generation, so another key.
+ * The branch whose index the groups of branch @b use: the nearest one
+ * above it that the union writes by its mode, -1 if none. By the mode, not
+ * by whether its file system takes writes now: one remounted read-only for
+ * a while (or by errors=remount-ro) still shows its entries, else the
+ * other names of a group would show the old lower file meanwhile, and be
+ * another inode of the group after.
+ */
+int unionfs_index_rw_over(struct unionfs_btable *bt, int b)
+{
+	int t;
+
+	for (t = min(b, bt->nbr) - 1; t >= 0; t--)
+		if (READ_ONCE(bt->br[t]->mode) == UNIONFS_BR_RW)
+			return t;
+	return -1;
+}
+
+/*
+ * The group's key: the lower inode's file system (its uuid, which
+ * unionfs_index_fs_ok() requires), inode number and generation. A number
+ * reused by a later file of the branch has another generation, so another
+ * key.
  */
 static int unionfs_index_key(const struct inode *li, char *buf)
 {
-	const struct super_block *sb = li->i_sb;
-
-	if (!uuid_is_null(&sb->s_uuid))
-		return snprintf(buf, UNIONFS_IXKEY_LEN, "%pUb-%llx-%x",
-				&sb->s_uuid, (u64)li->i_ino,
-				li->i_generation);
-	return snprintf(buf, UNIONFS_IXKEY_LEN, "%x-%llx-%x", sb->s_dev,
-			(u64)li->i_ino, li->i_generation);
+	return snprintf(buf, UNIONFS_IXKEY_LEN, "%pUb-%llx-%x",
+			&li->i_sb->s_uuid, (u64)li->i_ino, li->i_generation);
 }
 
 /*
@@ -155,7 +198,10 @@ static struct dentry *unionfs_index_find(struct unionfs_btable *bt, int t,
 					 const char *key, int len)
 {
 	struct dentry *root = bt->br[t]->path.dentry, *dir, *e;
+	int err = UNIONFS_FAULT(UNIONFS_FSITE_INDEX);
 
+	if (err)
+		return ERR_PTR(err);
 	dir = unionfs_do_lookup(bt, t, root, UNIONFS_INDEX_DIR,
 				UNIONFS_INDEX_DIR_LEN);
 	if (IS_ERR_OR_NULL(dir))
@@ -191,47 +237,56 @@ static int unionfs_index_branch(struct unionfs_dentry_info *ud)
 
 	if (b <= 0 || !unionfs_index_wanted(ud->bt, b, ud->lower[b]))
 		return -1;
-	t = unionfs_nearest_writable(ud->bt, b);
+	t = unionfs_index_rw_over(ud->bt, b);
 	return t < 0 || ud->lower[t] ? -1 : t;
 }
 
-/* @ud's winner becomes the index entry of its group in branch @t, if any */
-static bool unionfs_index_attach(struct unionfs_dentry_info *ud, int t,
-				 char *key)
+/*
+ * @ud's winner becomes the index entry of its group in branch @t, if any:
+ * 1 if it does, 0 if there is none, or the error of the look in the index
+ * (the lookup fails with it: the lower file would be another inode than
+ * the group's, with the old content).
+ */
+static int unionfs_index_attach(struct unionfs_dentry_info *ud, int t,
+				char *key)
 {
 	struct inode *li = d_inode(ud->lower[ud->bstart]);
 	int len = unionfs_index_key(li, key);
 	struct dentry *ix = unionfs_index_find(ud->bt, t, li, key, len);
 
 	if (IS_ERR_OR_NULL(ix))
-		return false;	/* an error: the lower name, as without an index */
+		return PTR_ERR_OR_ZERO(ix);
 	spin_lock(&ud->lock);
 	ud->lower[t] = ix;
 	ud->bstart = t;
 	spin_unlock(&ud->lock);
-	return true;
+	return 1;
 }
 
 /*
  * Lookup (unionfs_lookup_branches, mounter's credentials): a name whose
  * winner is a lower member of a group with an index entry in the nearest
  * writable branch above shows that entry: it becomes the name's winning
- * copy in that branch (@ud is not published yet).
+ * copy in that branch (@ud is not published yet). 0 or the error.
  */
-void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
-			  struct unionfs_dentry_info *ud)
+int unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
+			 struct unionfs_dentry_info *ud)
 {
 	char key[UNIONFS_IXKEY_LEN];
 	int t = unionfs_index_branch(ud);
+	int found;
 
 	if (t < 0)
-		return;
-	if (!unionfs_index_attach(ud, t, key)) {
+		return 0;
+	found = unionfs_index_attach(ud, t, key);
+	if (found < 0)
+		return found;
+	if (!found) {
 		/* no entry yet: the window to unionfs_iget (tests/t/58) */
 		unionfs_race_window();
 		unionfs_race_window();
 		unionfs_race_window();
-		return;
+		return 0;
 	}
 	if (trace_unionfs_index_enabled()) {
 		char nm[NAME_MAX + 1];
@@ -240,6 +295,7 @@ void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
 		snprintf(nm, sizeof(nm), "%.*s", (int)name->len, name->name);
 		trace_unionfs_index(ud->bt->sb, nm, t, key, "found", 0);
 	}
+	return 0;
 }
 
 /* Is @ud's winner the index entry of a group (unionfs_index_lookup)? */
@@ -278,23 +334,23 @@ bool unionfs_index_moved(struct super_block *sb,
 
 /*
  * Then, under the mount's ix_lock: does the name show its group's index
- * entry now? @ud (not published yet) takes it.
+ * entry now? @ud (not published yet) takes it: 1, else 0 or the error.
  */
-bool unionfs_index_relook(struct super_block *sb,
-			  struct unionfs_dentry_info *ud)
+int unionfs_index_relook(struct super_block *sb,
+			 struct unionfs_dentry_info *ud)
 {
 	char key[UNIONFS_IXKEY_LEN];
 	const struct cred *old;
 	int t = unionfs_index_branch(ud);
-	bool found;
+	int found;
 
 	lockdep_assert_held(&UNIONFS_SB(sb)->ix_lock);
 	if (t < 0)
-		return false;
+		return 0;
 	old = unionfs_override_creds(sb);
 	found = unionfs_index_attach(ud, t, key);
 	revert_creds(old);
-	if (found)
+	if (found > 0)
 		unionfs_trace_index(sb, NULL, t, key, "found-late", 0);
 	return found;
 }
@@ -642,6 +698,23 @@ void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e)
  * inode) show the index entry from now on, instead of being dropped.
  * Returns true then.
  */
+/*
+ * Is @alias done with by unionfs_index_copied_up: it shows the index entry
+ * @ix of branch @t, or it is unhashed (dropped) and could not (i_lock held)
+ */
+static bool unionfs_index_settled(struct dentry *alias,
+				  struct unionfs_btable *bt, int t,
+				  struct dentry *ix)
+{
+	struct unionfs_dentry_info *aud = READ_ONCE(alias->d_fsdata);
+
+	if (aud && t < aud->nbr && READ_ONCE(aud->lower[t]) == ix)
+		return true;
+	return d_unhashed(alias) &&
+	       !(aud && aud->bt == bt && READ_ONCE(aud->bstart) > t &&
+		 !READ_ONCE(aud->lower[t]));
+}
+
 bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 			     int t, struct dentry *newld)
 {
@@ -650,7 +723,7 @@ bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 	struct dentry *todo[UNIONFS_INDEX_ALIASES], *alias, *ix;
 	char key[UNIONFS_IXKEY_LEN];
 	const struct cred *old;
-	int i, n = 0, len, v;
+	int i, n, len, v, adopted = 0, pass = 0;
 
 	if (!d_is_reg(newld) || d_inode(newld)->i_nlink < 2 ||
 	    d_inode(src)->i_nlink < 2)
@@ -665,34 +738,46 @@ bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 	revert_creds(old);
 	if (IS_ERR_OR_NULL(ix))
 		return false;
-	spin_lock(&inode->i_lock);
-	hlist_for_each_entry(alias, &inode->i_dentry, d_u.d_alias) {
-		if (alias == dentry)
-			continue;
-		if (n < UNIONFS_INDEX_ALIASES)
+	/*
+	 * Every alias, UNIONFS_INDEX_ALIASES at a time: one only dropped
+	 * would, while held (an open file, a cwd), keep showing the lower
+	 * file. Each pass adopts or drops each alias it takes, and the next
+	 * takes only the others (no new alias comes: lookups of the group's
+	 * names take ix_lock, which the caller holds).
+	 */
+	do {
+		n = 0;
+		spin_lock(&inode->i_lock);
+		hlist_for_each_entry(alias, &inode->i_dentry, d_u.d_alias) {
+			if (alias == dentry ||
+			    unionfs_index_settled(alias, bt, t, ix))
+				continue;
 			todo[n++] = dget(alias);
-		else
-			d_drop(alias);	/* looked up again: finds the index */
-	}
-	spin_unlock(&inode->i_lock);
-	for (i = 0; i < n; i++) {
-		struct unionfs_dentry_info *aud = UNIONFS_D(todo[i]);
-		bool done = false;
-
-		if (aud) {
-			spin_lock(&aud->lock);
-			if (aud->bt == bt && aud->bstart > t && !aud->lower[t]) {
-				aud->lower[t] = dget(ix);
-				aud->bstart = t;
-				done = true;
-			}
-			spin_unlock(&aud->lock);
+			if (n == UNIONFS_INDEX_ALIASES)
+				break;
 		}
-		if (!done)
-			d_drop(todo[i]);
-		dput(todo[i]);
-	}
-	unionfs_trace_index(bt->sb, dentry, t, key, "adopted", n);
+		spin_unlock(&inode->i_lock);
+		for (i = 0; i < n; i++) {
+			struct unionfs_dentry_info *aud = UNIONFS_D(todo[i]);
+			bool done = false;
+
+			if (aud) {
+				spin_lock(&aud->lock);
+				if (aud->bt == bt && aud->bstart > t &&
+				    !aud->lower[t]) {
+					aud->lower[t] = dget(ix);
+					aud->bstart = t;
+				}
+				done = aud->lower[t] == ix;
+				spin_unlock(&aud->lock);
+			}
+			if (!done)
+				d_drop(todo[i]);
+			dput(todo[i]);
+		}
+		adopted += n;
+	} while (n == UNIONFS_INDEX_ALIASES && ++pass < UNIONFS_INDEX_PASSES);
+	unionfs_trace_index(bt->sb, dentry, t, key, "adopted", adopted);
 	dput(ix);
 	return true;
 }
@@ -795,9 +880,9 @@ int unionfs_index_over(struct unionfs_btable *bt, int b)
 	const struct cred *old;
 	int t;
 
-	if (b <= 0 || unionfs_branch_writable(bt, b))
+	if (b <= 0 || READ_ONCE(bt->br[b]->mode) == UNIONFS_BR_RW)
 		return -1;
-	t = unionfs_nearest_writable(bt, b);
+	t = unionfs_index_rw_over(bt, b);
 	if (t < 0)
 		return -1;
 	root = bt->br[t]->path.dentry;

@@ -881,23 +881,29 @@ static struct inode *unionfs_iget_group(struct super_block *sb,
 
 /*
  * The union inode of @ud. A name that may show a link group's index entry
- * (unionfs_index_related: only from unionfs_lookup, which holds ix_lock
- * then) gets the group's one inode: through the entry it shows, or, when
- * it found none while a copy-up of another name published one since
+ * (@group: unionfs_lookup found it unionfs_index_related and holds ix_lock;
+ * decided once there, not again here, as that depends on the lower file's
+ * link count) gets the group's one inode: through the entry it shows, or,
+ * when it found none while a copy-up of another name published one since
  * (unionfs_index_moved), through that entry, looked for again
  * (unionfs_index_relook; before, such a late lookup made a second inode
  * over the lower file).
  */
 struct inode *unionfs_iget(struct super_block *sb,
-			   struct unionfs_dentry_info *ud)
+			   struct unionfs_dentry_info *ud, bool group)
 {
+	int found = 0;
+
 	if (WARN_ON_ONCE(ud->bstart < 0 || !ud->lower[ud->bstart]))
 		return ERR_PTR(-EIO);
-	if (!unionfs_index_related(ud))
+	if (!group)
 		return unionfs_iget_new(sb, ud);
 	lockdep_assert_held(&UNIONFS_SB(sb)->ix_lock);
-	if (unionfs_index_shown(ud) ||
-	    (unionfs_index_moved(sb, ud) && unionfs_index_relook(sb, ud)))
+	if (!unionfs_index_shown(ud) && unionfs_index_moved(sb, ud))
+		found = unionfs_index_relook(sb, ud);
+	if (found < 0)
+		return ERR_PTR(found);
+	if (found || unionfs_index_shown(ud))
 		return unionfs_iget_group(sb, ud);
 	return unionfs_iget_new(sb, ud);
 }

@@ -555,7 +555,7 @@ int unionfs_lookup_branches(struct dentry *parent, const struct qstr *name,
 	kfree(whname);
 	/* a lower member of a link group may show its index entry */
 	if (!err && !from && ud->bstart > 0)
-		unionfs_index_lookup(parent, name, ud);
+		err = unionfs_index_lookup(parent, name, ud);
 	unionfs_dinfo_put(pud);
 	if (trace_unionfs_lookup_enabled())
 		unionfs_trace_lookup(sb, parent, name, ud, pstart, pend, probed,
@@ -627,7 +627,7 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 	if (ixl)
 		mutex_lock(&UNIONFS_SB(sb)->ix_lock);
 	if (ud->bstart >= 0) {
-		inode = unionfs_iget(sb, ud);
+		inode = unionfs_iget(sb, ud, ixl);
 		/* an index entry it did not take: put after ix_lock */
 		ixdrop = unionfs_index_drop(ud);
 		if (IS_ERR(inode)) {

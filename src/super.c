@@ -685,7 +685,7 @@ static int unionfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!ud)
 		return -ENOMEM;
 
-	inode = unionfs_iget(sb, ud);
+	inode = unionfs_iget(sb, ud, false);
 	if (IS_ERR(inode)) {
 		unionfs_free_dinfo(ud);
 		return PTR_ERR(inode);

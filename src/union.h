@@ -516,7 +516,7 @@ u64 unionfs_nowh_stamp(struct inode *ldir, bool clean);
 void unionfs_nowh_record(struct inode *dir, struct unionfs_btable *bt, int b,
 			 struct inode *ldir, u64 stamp);
 struct inode *unionfs_iget(struct super_block *sb,
-			   struct unionfs_dentry_info *ud);
+			   struct unionfs_dentry_info *ud, bool group);
 int unionfs_is_opaque_dir(struct super_block *sb, struct dentry *lower_dir);
 const char *unionfs_opaque_name(struct super_block *sb, int *len);
 bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
@@ -663,14 +663,14 @@ struct dentry *unionfs_tmp_lookup(struct unionfs_btable *bt,
 
 /* index.c: hard links across copy-up (docs/concepts.md "Hard links") */
 bool unionfs_index_wanted(struct unionfs_btable *bt, int b, struct dentry *ld);
-void unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
-			  struct unionfs_dentry_info *ud);
+int unionfs_index_lookup(struct dentry *parent, const struct qstr *name,
+			 struct unionfs_dentry_info *ud);
 bool unionfs_index_shown(struct unionfs_dentry_info *ud);
 bool unionfs_index_related(struct unionfs_dentry_info *ud);
 bool unionfs_index_moved(struct super_block *sb,
 			 struct unionfs_dentry_info *ud);
-bool unionfs_index_relook(struct super_block *sb,
-			  struct unionfs_dentry_info *ud);
+int unionfs_index_relook(struct super_block *sb,
+			 struct unionfs_dentry_info *ud);
 int unionfs_index_detach(struct unionfs_dentry_info *ud);
 struct dentry *unionfs_index_drop(struct unionfs_dentry_info *ud);
 void unionfs_index_publishing(struct inode *inode, bool on);
@@ -689,6 +689,7 @@ bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 			     int t, struct dentry *newld);
 int unionfs_index_prepare_remove(struct dentry *dentry);
 int unionfs_index_over(struct unionfs_btable *bt, int b);
+int unionfs_index_rw_over(struct unionfs_btable *bt, int b);
 u64 unionfs_index_dino(struct unionfs_btable *bt, int b, int t,
 		       struct dentry *ldir, const char *name, int len);
 
@@ -773,6 +774,7 @@ enum unionfs_fault_site_id {
 	UNIONFS_FSITE_FALLOCATE,
 	UNIONFS_FSITE_STATFS,
 	UNIONFS_FSITE_REDIRECT,
+	UNIONFS_FSITE_INDEX,
 	UNIONFS_FSITE_NR
 };
 

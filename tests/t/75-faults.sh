@@ -222,6 +222,7 @@ check "dir rename after the faults: rename back" python3 tests/sys.py rename "$M
 
 # sites whose fault the operation absorbs (it falls back), tested where the fallback is
 tested+="copyup_clone "	# a refused clone is a copy: tests/t/54-reflink.sh
+tested+="index "	# a lookup of a link group's name: tests/t/59-index-identity.sh
 is "every site of the inject table was tested" "$(tr " " "\n" <<< "$tested" | grep . | sort | tr "\n" " ")" "$sites"
 
 # after the retries: copied-up files carry the lower data and attributes
