@@ -905,12 +905,14 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 	/* a link group's other name: a link of its index entry (index.c) */
 	group = !err && unionfs_index_wanted(bt, b, src);
 	/*
-	 * Its copy goes to the group's index branch, not above it because
-	 * that one's file system is read-only for now: its lookups would not
-	 * find the entry there.
+	 * A group's copy goes to its index branch (unionfs_index_rw_over),
+	 * and a name that shows the entry is written there: neither is
+	 * copied above that branch because its file system is read-only for
+	 * now (the group's lookups would not find the copy: it would split).
 	 */
-	ixt = group ? unionfs_index_rw_over(bt, b) : -1;
-	if (ixt > t && !unionfs_branch_writable(bt, ixt))
+	ixt = group ? unionfs_index_rw_over(bt, b) :
+	      unionfs_index_is_entry(bt, b, src) ? b : -1;
+	if (!err && ixt > t && !unionfs_branch_writable(bt, ixt))
 		err = -EROFS;
 	if (group && !err)
 		err = unionfs_index_copyup_link(dentry, src, b, lparent, t,

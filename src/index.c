@@ -23,6 +23,7 @@
 
 #include <linux/xattr.h>
 #include <linux/uuid.h>
+#include <linux/magic.h>
 
 #include "unionfs_trace.h"
 
@@ -56,16 +57,17 @@ static void unionfs_trace_index(struct super_block *sb,
  * device number, which the next mount may give another (a loop device) or
  * another file system: its groups would fall apart, or take another
  * image's entries. Two file systems with one uuid (an image and its copy)
- * have the same inode numbers: their groups would mix. Such files are
- * copied up as files with one name are (as overlayfs falls back to
- * index=off for them).
+ * have the same inode numbers: their groups would mix; so do subvolumes
+ * and snapshots of one btrfs (one superblock). Such files are copied up
+ * as files with one name are (as overlayfs falls back to index=off for
+ * them).
  */
 static bool unionfs_index_fs_ok(struct unionfs_btable *bt,
 				const struct super_block *sb)
 {
 	int i;
 
-	if (uuid_is_null(&sb->s_uuid))
+	if (uuid_is_null(&sb->s_uuid) || sb->s_magic == BTRFS_SUPER_MAGIC)
 		return false;
 	for (i = 0; i < bt->nbr; i++) {
 		const struct super_block *o = bt->br[i]->path.dentry->d_sb;
@@ -178,8 +180,8 @@ static int unionfs_index_write_shown(struct unionfs_btable *bt, int t,
 }
 
 /* Is the branch dentry @ld an entry of the index of branch @t? */
-static bool unionfs_index_is_entry(struct unionfs_btable *bt, int t,
-				   struct dentry *ld)
+bool unionfs_index_is_entry(struct unionfs_btable *bt, int t,
+			    struct dentry *ld)
 {
 	struct dentry *p = READ_ONCE(ld->d_parent);
 
@@ -768,7 +770,7 @@ bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 					aud->lower[t] = dget(ix);
 					aud->bstart = t;
 				}
-				done = aud->lower[t] == ix;
+				done = aud->bt == bt && aud->lower[t] == ix;
 				spin_unlock(&aud->lock);
 			}
 			if (!done)
@@ -855,12 +857,18 @@ int unionfs_index_prepare_remove(struct dentry *dentry)
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return 0;	/* the operation itself says ESTALE */
-	if (unionfs_branch_writable(bt, b)) {
-		if (unionfs_index_is_entry(bt, b, ld))
-			err = unionfs_index_linkup(dentry, ld, b);
+	/*
+	 * Not while the index branch is read-only for now: a whiteout in a
+	 * branch above would leave the group's count of names high.
+	 */
+	if (unionfs_index_is_entry(bt, b, ld)) {
+		err = unionfs_branch_writable(bt, b) ?
+		      unionfs_index_linkup(dentry, ld, b) : -EROFS;
 	} else if (unionfs_index_wanted(bt, b, ld)) {
-		t = unionfs_nearest_writable(bt, b);
-		if (t >= 0)
+		t = unionfs_index_rw_over(bt, b);
+		if (t >= 0 && !unionfs_branch_writable(bt, t))
+			err = -EROFS;
+		else if (t >= 0)
 			err = unionfs_copyup_dentry_held(dentry, t,
 							 UNIONFS_CUR_LINK_GROUP,
 							 -1);

@@ -201,8 +201,9 @@ static bool unionfs_rd_ixdep(struct unionfs_btable *bt, int b,
 {
 	unsigned long i;
 
-	if (b <= 0 || unionfs_branch_writable(bt, b) ||
-	    unionfs_nearest_writable(bt, b) < 0)
+	/* as unionfs_index_over: by the branches' modes */
+	if (b <= 0 || READ_ONCE(bt->br[b]->mode) == UNIONFS_BR_RW ||
+	    unionfs_index_rw_over(bt, b) < 0)
 		return false;
 	for (i = n0; i < rdc->n; i++)
 		if (rdc->ents[i]->type == DT_REG ||

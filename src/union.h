@@ -690,6 +690,8 @@ bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 int unionfs_index_prepare_remove(struct dentry *dentry);
 int unionfs_index_over(struct unionfs_btable *bt, int b);
 int unionfs_index_rw_over(struct unionfs_btable *bt, int b);
+bool unionfs_index_is_entry(struct unionfs_btable *bt, int t,
+			    struct dentry *ld);
 u64 unionfs_index_dino(struct unionfs_btable *bt, int b, int t,
 		       struct dentry *ldir, const char *name, int len);
 

@@ -13,6 +13,8 @@
 #   rofs    the writable branch's file system remounted read-only for a while: the other
 #           names of a group showed the old lower file meanwhile (another inode), and a
 #           write through one after made it a second inode of the group (st_nlink wrong)
+#   rofs3   the same with a writable branch above: a write or unlink through a name that
+#           showed the entry copied it up there, or whited it out (the group split)
 #   aliases every name of the group held open (40) moves over at the copy-up
 #   err     a look in the index that fails (fault site index) fails the lookup (before, the
 #           name showed its lower file: another inode, the old content)
@@ -122,6 +124,29 @@ echo more >> "$D/m/b"
 is "rofs: then a write through b is the group's" "$(cat "$D/m/a")" $'old\nnew\nmore'
 is "rofs: st_nlink of a, b, c" "$(stat -c %h "$D/m/a" "$D/m/b" "$D/m/c" | tr '\n' ' ')" "3 3 3 "
 is "rofs: one inode for a, b, c" "$(stat -c %i "$D/m/a" "$D/m/b" "$D/m/c" | sort -u | wc -l)" 1
+umount "$D/m"
+
+# ... and with a writable branch above the index's: a write or an unlink through a name
+# that shows the entry gives EROFS, it does not copy the entry up there (the group would
+# split: the other names another inode, st_nlink too high for good)
+D=$T/r3
+mkdir -p "$D/m"
+branch_fs tmpfs "$D" 3 || not_ok "rofs3: make branches"
+echo old > "$D/b2/a"; ln "$D/b2/a" "$D/b2/b"; ln "$D/b2/a" "$D/b2/c"
+check "rofs3: mount top=rw:mid=rw:lo=ro" \
+	mount -i -t unionfs -o "dirs=$D/b0=rw:$D/b1=rw:$D/b2=ro" none "$D/m"
+echo new >> "$D/m/a"
+is "rofs3: the group's entry is in mid" "$(entries "$D/b1") $(entries "$D/b0")" "1 0"
+check "rofs3: remount mid's tmpfs read-only" mount -o remount,ro "$D/b1"
+is "rofs3: b shows the group's file" "$(cat "$D/m/b")" $'old\nnew'
+check_fail "rofs3: a write through c: EROFS" EROFS bash -c "echo x >> '$D/m/c'"
+check_fail "rofs3: an unlink of b: EROFS" EROFS rm "$D/m/b"
+is "rofs3: nothing went to top" "$(ls -A "$D/b0")" ""
+check "rofs3: remount mid read-write" mount -o remount,rw "$D/b1"
+echo more >> "$D/m/c"
+is "rofs3: then a write through c is the group's" "$(cat "$D/m/a")" $'old\nnew\nmore'
+is "rofs3: st_nlink of a, b, c" "$(stat -c %h "$D/m/a" "$D/m/b" "$D/m/c" | tr '\n' ' ')" "3 3 3 "
+is "rofs3: one inode for a, b, c" "$(stat -c %i "$D/m/a" "$D/m/b" "$D/m/c" | sort -u | wc -l)" 1
 umount "$D/m"
 
 # ---- a copy-up moves every name of the group held open over to its entry ---------------

@@ -63,11 +63,15 @@ done
 # number (a value missing its TRACE_DEFINE_ENUM would show its C name in the print format,
 # which trace-cmd and perf could not read), each printed by its name
 for ef in unionfs_branch_op:op unionfs_revalidate:result unionfs_revalidate:why \
-	unionfs_gen_bump:cause; do
+	unionfs_gen_bump:cause unionfs_copyup_start:reason unionfs_copyup_end:reason \
+	unionfs_whiteout_create:reason unionfs_whiteout_remove:reason \
+	unionfs_opaque_mark:reason; do
 	e=${ef%%:*} fld=${ef#*:}
 	is "$e: $fld is a u8 field" "$(grep -c "field:u8 $fld;" "$EV/$e/format")" 1
 done
-for e in unionfs_branch_op unionfs_revalidate unionfs_gen_bump unionfs_copyup_phase; do
+for e in unionfs_branch_op unionfs_revalidate unionfs_gen_bump unionfs_copyup_phase \
+	unionfs_copyup_start unionfs_copyup_end unionfs_whiteout_create unionfs_whiteout_remove \
+	unionfs_opaque_mark; do
 	is "$e: no enum value left unexported in the print format" \
 		"$(grep '^print fmt' "$EV/$e/format" | grep -oE 'UNIONFS_[A-Z_]+' | head -n 3)" ""
 done
