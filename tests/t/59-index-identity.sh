@@ -26,6 +26,15 @@ dmesg_mark
 modprobe loop
 IX=.wh..wh.unionfs.index
 entries() { ls -A "$1/$IX" 2>/dev/null | wc -l; }
+# group_ok TAG NAME: a write through NAME is the group {a, b, c}'s (the union at $D/m, a's
+# content "old new" before), st_nlink 3, one inode; then the union is unmounted
+group_ok() {
+	echo more >> "$D/m/$2"
+	is "$1: then a write through $2 is the group's" "$(cat "$D/m/a")" $'old\nnew\nmore'
+	is "$1: st_nlink of a, b, c" "$(stat -c %h "$D/m/a" "$D/m/b" "$D/m/c" | tr '\n' ' ')" "3 3 3 "
+	is "$1: one inode for a, b, c" "$(stat -c %i "$D/m/a" "$D/m/b" "$D/m/c" | sort -u | wc -l)" 1
+	umount "$D/m"
+}
 mkimg() {	# mkimg IMG DIR: a 32 MiB ext4 image without a journal, holding DIR's files
 	truncate -s 32M "$1" && mkfs.ext4 -q -F -O ^has_journal -d "$2" "$1"
 }
@@ -120,11 +129,7 @@ is "rofs: ... the same inode as a" "$(stat -c %i "$D/m/b")" "$(stat -c %i "$D/m/
 check_fail "rofs: a write through c: EROFS (nothing copied elsewhere)" EROFS \
 	bash -c "echo x >> '$D/m/c'"
 check "rofs: remount it read-write" mount -o remount,rw "$D/b0"
-echo more >> "$D/m/b"
-is "rofs: then a write through b is the group's" "$(cat "$D/m/a")" $'old\nnew\nmore'
-is "rofs: st_nlink of a, b, c" "$(stat -c %h "$D/m/a" "$D/m/b" "$D/m/c" | tr '\n' ' ')" "3 3 3 "
-is "rofs: one inode for a, b, c" "$(stat -c %i "$D/m/a" "$D/m/b" "$D/m/c" | sort -u | wc -l)" 1
-umount "$D/m"
+group_ok rofs b
 
 # ... and with a writable branch above the index's: a write or an unlink through a name
 # that shows the entry gives EROFS, it does not copy the entry up there (the group would
@@ -143,11 +148,7 @@ check_fail "rofs3: a write through c: EROFS" EROFS bash -c "echo x >> '$D/m/c'"
 check_fail "rofs3: an unlink of b: EROFS" EROFS rm "$D/m/b"
 is "rofs3: nothing went to top" "$(ls -A "$D/b0")" ""
 check "rofs3: remount mid read-write" mount -o remount,rw "$D/b1"
-echo more >> "$D/m/c"
-is "rofs3: then a write through c is the group's" "$(cat "$D/m/a")" $'old\nnew\nmore'
-is "rofs3: st_nlink of a, b, c" "$(stat -c %h "$D/m/a" "$D/m/b" "$D/m/c" | tr '\n' ' ')" "3 3 3 "
-is "rofs3: one inode for a, b, c" "$(stat -c %i "$D/m/a" "$D/m/b" "$D/m/c" | sort -u | wc -l)" 1
-umount "$D/m"
+group_ok rofs3 c
 
 # ---- a copy-up moves every name of the group held open over to its entry ---------------
 # (before: 16 at most; the others, dropped, kept showing the lower file while held: fstat of
