@@ -273,12 +273,13 @@ static inline void unionfs_trace_reval(struct dentry *dentry,
  * dentry keeps its inode (unionfs_reval_refresh()); what the result means
  * is decided in one place, unionfs_reval_decide().
  */
-enum {
-	UNIONFS_RV_REFRESH,	/* same object: take the new branch vector */
-	UNIONFS_RV_REKEY,	/* another lower object of the same type */
-	UNIONFS_RV_KEEP,	/* keep it as it is (for now) */
-	UNIONFS_RV_DROP,	/* invalid: the VFS looks the name up again */
-};
+/*
+ * The decisions are the tracepoint's results (enum unionfs_rv_result):
+ * UNIONFS_RVR_REFRESHED	same object: take the new branch vector
+ * UNIONFS_RVR_REKEYED		another lower object of the same type
+ * UNIONFS_RVR_KEPT		keep it as it is (for now)
+ * UNIONFS_RVR_DROPPED		invalid: the VFS looks the name up again
+ */
 
 /* What a refresh's lookup started from: to see that nothing raced it. */
 struct unionfs_dstate {
@@ -388,17 +389,16 @@ static int unionfs_key_test(struct inode *inode, void *data)
  *   mountpoint, and a directory unless @locked (it may only have been
  *   renamed by us meanwhile): kept until its name is looked up again.
  */
-static int unionfs_reval_decide(struct dentry *dentry,
-				struct unionfs_dentry_info *ud,
-				struct unionfs_dentry_info *fresh, bool locked,
-				int err)
+static enum unionfs_rv_result
+unionfs_reval_decide(struct dentry *dentry, struct unionfs_dentry_info *ud,
+		     struct unionfs_dentry_info *fresh, bool locked, int err)
 {
 	struct inode *inode = d_inode(dentry), *top, *other;
 	bool keep = d_mountpoint(dentry) || (d_is_dir(dentry) && !locked);
 
 	if (!fresh)
 		return d_mountpoint(dentry) || (inode && err != -ESTALE) ?
-		       UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+		       UNIONFS_RVR_KEPT : UNIONFS_RVR_DROPPED;
 
 	/*
 	 * A new table: what nobody uses (a reference besides the walk's:
@@ -407,29 +407,29 @@ static int unionfs_reval_decide(struct dentry *dentry,
 	 */
 	if (fresh->bt != ud->bt && !d_mountpoint(dentry) &&
 	    d_count(dentry) <= 1)
-		return UNIONFS_RV_DROP;
+		return UNIONFS_RVR_DROPPED;
 	if (!inode)
 		return fresh->bstart < 0 && fresh->bt == ud->bt ?
-		       UNIONFS_RV_REFRESH : UNIONFS_RV_DROP;
+		       UNIONFS_RVR_REFRESHED : UNIONFS_RVR_DROPPED;
 	if (fresh->bstart < 0)
-		return keep ? UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+		return keep ? UNIONFS_RVR_KEPT : UNIONFS_RVR_DROPPED;
 	top = d_inode(fresh->lower[fresh->bstart]);
 	if (top == READ_ONCE(UNIONFS_I(inode)->key))
-		return UNIONFS_RV_REFRESH;
+		return UNIONFS_RVR_REFRESHED;
 	if ((top->i_mode ^ inode->i_mode) & S_IFMT)
-		return keep ? UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+		return keep ? UNIONFS_RVR_KEPT : UNIONFS_RVR_DROPPED;
 	if (!S_ISDIR(inode->i_mode) && !d_mountpoint(dentry))
-		return UNIONFS_RV_DROP;
+		return UNIONFS_RVR_DROPPED;
 	if (!locked)
-		return UNIONFS_RV_KEEP;
+		return UNIONFS_RVR_KEPT;
 	/* one union inode per lower object */
 	other = ilookup5_nowait(dentry->d_sb, (unsigned long)top,
 				unionfs_key_test, top);
 	if (other) {
 		iput(other);
-		return keep ? UNIONFS_RV_KEEP : UNIONFS_RV_DROP;
+		return keep ? UNIONFS_RVR_KEPT : UNIONFS_RVR_DROPPED;
 	}
-	return UNIONFS_RV_REKEY;
+	return UNIONFS_RVR_REKEYED;
 }
 
 /*
@@ -548,7 +548,8 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 	struct dentry *parent;
 	const struct cred *old;
 	bool plocked, culocked = false, locked;
-	int rv, ret, err;
+	enum unionfs_rv_result rv;
+	int ret, err;
 
 	parent = dget_parent(dentry);
 	pinode = d_inode(parent);
@@ -595,11 +596,11 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 		why = UNIONFS_RVW_LOOKUP_ERROR;
 	rv = unionfs_reval_decide(dentry, ud, fresh, locked, err);
 	/* as the lookup would: a kept name fails the walk with the error */
-	if (err && rv == UNIONFS_RV_KEEP && !d_mountpoint(dentry))
+	if (err && rv == UNIONFS_RVR_KEPT && !d_mountpoint(dentry))
 		ret = err;
 	if (fresh && report && locked && fresh->bt == ud->bt)
 		unionfs_reval_hazard(dentry, ud, fresh, &name.name);
-	if (rv == UNIONFS_RV_REFRESH || rv == UNIONFS_RV_REKEY) {
+	if (rv == UNIONFS_RVR_REFRESHED || rv == UNIONFS_RVR_REKEYED) {
 		cur = unionfs_dinfo_install(dentry, ud, fresh, &s0);
 		fresh = NULL;
 		if (!cur) {
@@ -608,24 +609,15 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 			rv = unionfs_reval_decide(dentry, ud, NULL, locked, 0);
 		} else if (inode) {
 			err = unionfs_reval_inode(inode, cur,
-						  rv == UNIONFS_RV_REKEY);
+						  rv == UNIONFS_RVR_REKEYED);
 			if (err)
 				ret = err;
 		}
 	}
-	if (rv == UNIONFS_RV_DROP)
+	if (rv == UNIONFS_RVR_DROPPED)
 		ret = 0;
-	if (trace_unionfs_revalidate_enabled()) {
-		static const u8 res[] = {
-			[UNIONFS_RV_REFRESH]	= UNIONFS_RVR_REFRESHED,
-			[UNIONFS_RV_REKEY]	= UNIONFS_RVR_REKEYED,
-			[UNIONFS_RV_KEEP]	= UNIONFS_RVR_KEPT,
-			[UNIONFS_RV_DROP]	= UNIONFS_RVR_DROPPED,
-		};
-
-		trace_unionfs_revalidate(sb, name.name.name, ud->generation,
-					 sbgen, res[rv], why);
-	}
+	trace_unionfs_revalidate(sb, name.name.name, ud->generation, sbgen,
+				 rv, why);
 	release_dentry_name_snapshot(&name);
 	unionfs_free_dinfo(fresh);
 	if (culocked)

@@ -33,7 +33,7 @@
 #define UNIONFS_XATTR_NLINK	UNIONFS_XATTR_PRIVATE "nlink"
 /* "<uuid>-<ino>-<generation>" in hex */
 #define UNIONFS_IXKEY_LEN	72
-/* names of a group in the dcache moved over to the index at its copy-up, per pass */
+/* names of a group moved over to the index at its copy-up, per pass */
 #define UNIONFS_INDEX_ALIASES	16
 #define UNIONFS_INDEX_PASSES	4096	/* a bound: 64k names */
 
@@ -87,24 +87,27 @@ static bool unionfs_index_fs_ok(struct unionfs_btable *bt,
 bool unionfs_index_wanted(struct unionfs_btable *bt, int b, struct dentry *ld)
 {
 	return d_is_reg(ld) && d_inode(ld)->i_nlink > 1 &&
-	       READ_ONCE(bt->br[b]->mode) != UNIONFS_BR_RW &&
+	       !unionfs_branch_rw_mode(bt, b) &&
 	       unionfs_index_fs_ok(bt, d_inode(ld)->i_sb);
 }
 
 /*
- * The branch whose index the groups of branch @b use: the nearest one
- * above it that the union writes by its mode, -1 if none. By the mode, not
- * by whether its file system takes writes now: one remounted read-only for
- * a while (or by errors=remount-ro) still shows its entries, else the
- * other names of a group would show the old lower file meanwhile, and be
- * another inode of the group after.
+ * The branch whose index the groups of branch @b use: for a branch the
+ * union does not write, the nearest one above it that it does, by the
+ * mode; -1 if none. By the mode, not by whether its file system takes
+ * writes now: one remounted read-only for a while (or by
+ * errors=remount-ro) still shows its entries, else the other names of a
+ * group would show the old lower file meanwhile, and be another inode of
+ * the group after.
  */
 int unionfs_index_rw_over(struct unionfs_btable *bt, int b)
 {
 	int t;
 
-	for (t = min(b, bt->nbr) - 1; t >= 0; t--)
-		if (READ_ONCE(bt->br[t]->mode) == UNIONFS_BR_RW)
+	if (b <= 0 || b >= bt->nbr || unionfs_branch_rw_mode(bt, b))
+		return -1;
+	for (t = b - 1; t >= 0; t--)
+		if (unionfs_branch_rw_mode(bt, t))
 			return t;
 	return -1;
 }
@@ -693,14 +696,6 @@ void unionfs_index_remove(struct unionfs_btable *bt, int t, struct dentry *e)
 }
 
 /*
- * After the copy-up of @dentry to @newld (branch @t) from @src, its union
- * inode's cu_lock and the mount's ix_lock held: if the copy is a group's
- * (its count xattr is there), the union inode counts its names with it,
- * and the other names of the group in the dcache (aliases of the union
- * inode) show the index entry from now on, instead of being dropped.
- * Returns true then.
- */
-/*
  * Is @alias done with by unionfs_index_copied_up: it shows the index entry
  * @ix of branch @t, or it is unhashed (dropped) and could not (i_lock held)
  */
@@ -717,6 +712,14 @@ static bool unionfs_index_settled(struct dentry *alias,
 		 !READ_ONCE(aud->lower[t]));
 }
 
+/*
+ * After the copy-up of @dentry to @newld (branch @t) from @src, its union
+ * inode's cu_lock and the mount's ix_lock held: if the copy is a group's
+ * (its count xattr is there), the union inode counts its names with it,
+ * and the other names of the group in the dcache (aliases of the union
+ * inode) show the index entry from now on, instead of being dropped.
+ * Returns true then.
+ */
 bool unionfs_index_copied_up(struct dentry *dentry, struct dentry *src,
 			     int t, struct dentry *newld)
 {
@@ -888,8 +891,6 @@ int unionfs_index_over(struct unionfs_btable *bt, int b)
 	const struct cred *old;
 	int t;
 
-	if (b <= 0 || READ_ONCE(bt->br[b]->mode) == UNIONFS_BR_RW)
-		return -1;
 	t = unionfs_index_rw_over(bt, b);
 	if (t < 0)
 		return -1;

@@ -903,7 +903,7 @@ struct inode *unionfs_iget(struct super_block *sb,
 		found = unionfs_index_relook(sb, ud);
 	if (found < 0)
 		return ERR_PTR(found);
-	if (found || unionfs_index_shown(ud))
+	if (unionfs_index_shown(ud))	/* also after a relook that found */
 		return unionfs_iget_group(sb, ud);
 	return unionfs_iget_new(sb, ud);
 }

@@ -201,9 +201,7 @@ static bool unionfs_rd_ixdep(struct unionfs_btable *bt, int b,
 {
 	unsigned long i;
 
-	/* as unionfs_index_over: by the branches' modes */
-	if (b <= 0 || READ_ONCE(bt->br[b]->mode) == UNIONFS_BR_RW ||
-	    unionfs_index_rw_over(bt, b) < 0)
+	if (unionfs_index_rw_over(bt, b) < 0)
 		return false;
 	for (i = n0; i < rdc->n; i++)
 		if (rdc->ents[i]->type == DT_REG ||

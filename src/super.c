@@ -757,7 +757,7 @@ static int unionfs_reconfigure(struct fs_context *fc)
 		err = unionfs_remount_branches(fc, sb, ctx->cmds, ro);
 		goto out;
 	}
-	if (!ro && READ_ONCE(bt->br[0]->mode) != UNIONFS_BR_RW) {
+	if (!ro && !unionfs_branch_rw_mode(bt, 0)) {
 		unionfs_refuse(fc, "remount: leftmost branch '%*pE' is ro; the union must stay ro",
 			       (int)strlen(bt->br[0]->name), bt->br[0]->name);
 		err = -EINVAL;

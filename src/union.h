@@ -394,6 +394,13 @@ static inline int unionfs_sb_gen(struct super_block *sb)
 	return atomic_read(&UNIONFS_SB(sb)->generation);
 }
 
+/* A branch the union writes by its mode (its fs may be read-only now). */
+static inline bool unionfs_branch_rw_mode(struct unionfs_btable *bt,
+					  int bindex)
+{
+	return READ_ONCE(bt->br[bindex]->mode) == UNIONFS_BR_RW;
+}
+
 /* A branch we may modify: rw mode and a writable lower mount. */
 static inline bool unionfs_br_writable(struct unionfs_branch *br)
 {
