@@ -27,8 +27,10 @@ run_suite() {
 		# a file may ask for more time with a line "# timeout: SECONDS"
 		to=$(sed -n 's/^# timeout: \([0-9][0-9]*\)$/\1/p' "$f" | head -n 1)
 		to=${UNIONFS_TEST_TIMEOUT:-${to:-300}}
-		# the debug kernel (lockdep + KASAN under TCG) runs 3-8x slower
+		# the debug kernel (lockdep + KASAN under TCG) runs 3-8x slower; guests sharing the
+		# cores (tests/check's lanes) set UNIONFS_TIMEOUT_SCALE
 		[[ $(uname -r) == *-ufsdebug ]] && to=$((to * ${UNIONFS_DEBUG_TIMEOUT_SCALE:-6}))
+		to=$((to * ${UNIONFS_TIMEOUT_SCALE:-1}))
 		echo "# $name: started (limit $to s)"
 		t0=$SECONDS
 		UNIONFS_TAP_OUT=$res timeout -k 10 "$to" bash "$f" > "$log" 2>&1
