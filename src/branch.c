@@ -189,6 +189,7 @@ struct unionfs_branch *unionfs_branch_new(struct fs_context *fc,
 	refcount_set(&br->ref, 1);
 	atomic_set(&br->open_files, 0);
 	br->mode = mode;
+	br->ever_rw = mode == UNIONFS_BR_RW;
 	err = kern_path(path, LOOKUP_FOLLOW, &br->path);
 	if (err) {
 		unionfs_refuse(fc, "%s '%*pE': lookup failed (%d)", ctx, plen, path, err);
@@ -587,8 +588,11 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 			bt->nbr = 0;
 			unionfs_bt_put(bt);
 		} else {
-			for (i = 0; i < w->n; i++)
+			for (i = 0; i < w->n; i++) {
+				if (w->mode[i] == UNIONFS_BR_RW)
+					WRITE_ONCE(bt->br[i]->ever_rw, true);
 				WRITE_ONCE(bt->br[i]->mode, w->mode[i]);
+			}
 			/* what unused cached inodes hold of a deleted branch */
 			if (deleted)
 				unionfs_prune_inodes(sb);

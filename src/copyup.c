@@ -560,8 +560,9 @@ out:
 /*
  * Phase 3: the opaque marker of a directory that needs one, the owner
  * (first: the ACLs and the mode are set for the final owner), the xattrs
- * (the ACLs among them, which set the permission bits), then the full
- * mode and the times.
+ * (the ACLs among them, which set the permission bits), the append-only
+ * and immutable flags (as UNIONFS_XATTR_PROTATTR), then the full mode and
+ * the times.
  */
 static int unionfs_copyup_meta(struct unionfs_copyup_ctx *c)
 {
@@ -575,6 +576,11 @@ static int unionfs_copyup_meta(struct unionfs_copyup_ctx *c)
 	if (!err)
 		err = unionfs_copy_xattrs(c->bt, c->b, c->t, c->spath.dentry,
 					  c->tmp);
+	/* append-only, immutable: kept aside (the flags would refuse the rename) */
+	if (!err)
+		err = unionfs_prot_store(c->bt, c->t, c->tmp,
+					 d_inode(c->dentry)->i_flags &
+					 UNIONFS_PROT_FLAGS);
 	if (!err)
 		err = unionfs_copy_attrs(c->bt, c->t, c->tmp, &c->st);
 	return err;
@@ -981,8 +987,12 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		/* our own change of the parent's lower directory */
 		WRITE_ONCE(UNIONFS_I(d_inode(parent))->snap,
 			   unionfs_dir_snap(d_inode(parent)));
-		if (top)
+		if (top) {
+			/* the flags its copy keeps (unionfs_copyup_meta) */
+			WRITE_ONCE(UNIONFS_I(inode)->prot,
+				   inode->i_flags & UNIONFS_PROT_FLAGS);
 			unionfs_copy_attr(inode, d_inode(newld));
+		}
 	}
 	if (first && !ixl)
 		unionfs_index_publishing(inode, false);

@@ -396,8 +396,14 @@ unionfs_reval_decide(struct dentry *dentry, struct unionfs_dentry_info *ud,
 	struct inode *inode = d_inode(dentry), *top, *other;
 	bool keep = d_mountpoint(dentry) || (d_is_dir(dentry) && !locked);
 
+	/*
+	 * No answer: a directory is kept (dropping it would detach the
+	 * mounts below it) and the walk fails with the error, which the
+	 * VFS retries once with LOOKUP_REVAL; ESTALE drops other objects.
+	 */
 	if (!fresh)
-		return d_mountpoint(dentry) || (inode && err != -ESTALE) ?
+		return d_mountpoint(dentry) ||
+		       (inode && (err != -ESTALE || d_is_dir(dentry))) ?
 		       UNIONFS_RVR_KEPT : UNIONFS_RVR_DROPPED;
 
 	/*
@@ -515,6 +521,8 @@ static int unionfs_reval_inode(struct inode *inode,
 				    unionfs_br(ud->bt, b), NULL);
 	if (!unionfs_vec_same(inode, ud))
 		err = unionfs_inode_set_vec(inode, ud);
+	if (!err)
+		err = unionfs_prot_load(inode, b, top);
 	unionfs_copy_attr(inode, d_inode(top));
 	dput(top);
 	return err;
@@ -549,7 +557,7 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 	const struct cred *old;
 	bool plocked, culocked = false, locked;
 	enum unionfs_rv_result rv;
-	int ret, err;
+	int ret, err, tries;
 
 	parent = dget_parent(dentry);
 	pinode = d_inode(parent);
@@ -580,17 +588,23 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 		err = -ENOMEM;
 		fresh = unionfs_alloc_dinfo_at(parent);
 	}
-	if (fresh) {
+	for (tries = 0; fresh; tries++) {
 		fresh->psnap = unionfs_dir_snap_trusted(pinode);
 		fresh->nseq = nseq;
+		unionfs_race_window();	/* test builds: a branch change here */
 		old = unionfs_override_creds(sb);
 		err = unionfs_lookup_branches(parent, &name.name, fresh, 0,
 					      true);
 		revert_creds(old);
-		if (err) {
-			unionfs_free_dinfo(fresh);
-			fresh = NULL;
-		}
+		if (!err)
+			break;
+		unionfs_free_dinfo(fresh);
+		fresh = NULL;
+		/* the parent got a new table meanwhile (a remount): on it */
+		if (err != -ESTALE || tries >= 2)
+			break;
+		err = -ENOMEM;
+		fresh = unionfs_alloc_dinfo_at(parent);
 	}
 	if (err)
 		why = UNIONFS_RVW_LOOKUP_ERROR;

@@ -363,7 +363,14 @@ static int unionfs_fsync(struct file *file, loff_t start, loff_t end,
 	if (IS_ERR(lower))
 		return PTR_ERR(lower);
 	spin_lock(&fi->lock);
-	writable = fi->lower == lower && unionfs_br_writable(fi->br);
+	/*
+	 * A file open for writing is synced whatever its branch's mode now
+	 * (the branch fs reports its own errors, EROFS of a fs shut down);
+	 * another where the union may have written (unionfs_br_syncable).
+	 */
+	writable = fi->lower == lower &&
+		   ((lower->f_mode & FMODE_WRITE) ||
+		    unionfs_br_syncable(fi->br));
 	spin_unlock(&fi->lock);
 	if (writable)
 		ret = unionfs_do_fsync(file_inode(file)->i_sb, -1, lower,

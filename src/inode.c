@@ -32,10 +32,64 @@ void unionfs_copy_attr(struct inode *inode, const struct inode *lower)
 	inode->i_mtime = lower->i_mtime;
 	inode->i_ctime = lower->i_ctime;
 	inode->i_blkbits = lower->i_blkbits;
-	inode->i_flags = (inode->i_flags & ~flags) | (lower->i_flags & flags);
+	inode->i_flags = (inode->i_flags & ~flags) | (lower->i_flags & flags) |
+			 READ_ONCE(UNIONFS_I(inode)->prot);
 	if (!S_ISDIR(inode->i_mode))
 		set_nlink(inode, unionfs_index_nlink(inode, lower->i_nlink));
 	fsstack_copy_inode_size(inode, (struct inode *)lower);
+}
+
+/*
+ * @inode's winner @ld (branch @bindex) is a copy-up's copy of an
+ * append-only or immutable object if its UNIONFS_XATTR_PROTATTR says so:
+ * the union inode keeps those flags (unionfs_copy_attr), so the VFS
+ * refuses what they forbid. Fails closed on an unreadable value.
+ */
+int unionfs_prot_load(struct inode *inode, int bindex, struct dentry *ld)
+{
+	unsigned int prot = 0;
+	char buf[4];
+	ssize_t n = 0;
+	int i;
+
+	if (d_is_reg(ld) || d_is_dir(ld))
+		n = unionfs_do_probe_xattr(inode->i_sb, bindex, ld,
+					   UNIONFS_XATTR_PROTATTR, buf,
+					   sizeof(buf));
+	if (n == -ENODATA || n == -EOPNOTSUPP)
+		n = 0;
+	for (i = 0; i >= 0 && i < n; i++) {
+		if (buf[i] == 'a')
+			prot |= S_APPEND;
+		else if (buf[i] == 'i')
+			prot |= S_IMMUTABLE;
+		else
+			n = -ERANGE;
+	}
+	if (n == -ERANGE) {
+		pr_warn_ratelimited("branch %d: %pd: malformed %s (EIO)\n",
+				    bindex, ld, UNIONFS_XATTR_PROTATTR);
+		return -EIO;
+	}
+	if (n < 0)
+		return n;
+	WRITE_ONCE(UNIONFS_I(inode)->prot, prot);
+	return 0;
+}
+
+/* Keep @prot (S_APPEND/S_IMMUTABLE) of a copied object on its copy @ld. */
+int unionfs_prot_store(struct unionfs_btable *bt, int bindex,
+		       struct dentry *ld, unsigned int prot)
+{
+	char buf[2];
+	int n = 0;
+
+	if (prot & S_APPEND)
+		buf[n++] = 'a';
+	if (prot & S_IMMUTABLE)
+		buf[n++] = 'i';
+	return n ? unionfs_do_setxattr(bt, bindex, ld, UNIONFS_XATTR_PROTATTR,
+				       buf, n, 0) : 0;
 }
 
 static struct workqueue_struct *unionfs_wq;
@@ -227,6 +281,9 @@ int unionfs_inode_init(struct inode *inode, struct unionfs_dentry_info *ud)
 #endif
 	inode->i_mode = top->i_mode & S_IFMT;
 	inode->i_generation = top->i_generation;
+	err = unionfs_prot_load(inode, ud->bstart, ud->lower[ud->bstart]);
+	if (err)
+		return err;
 	unionfs_index_inode_init(inode, ud);
 	switch (inode->i_mode & S_IFMT) {
 	case S_IFREG:
@@ -734,6 +791,21 @@ int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 		return -ESTALE;
 	err = unionfs_do_fileattr_get(dentry->d_sb, b, ld, fa);
 	dput(ld);
+	/* what a copy-up kept of the object's flags (unionfs_prot_load) */
+	if (err == -ENOTTY || err == -EINVAL || err == -EOPNOTSUPP) {
+		if (!READ_ONCE(UNIONFS_I(d_inode(dentry))->prot))
+			return err;
+		fileattr_fill_flags(fa, 0);
+		err = 0;
+	}
+	if (!err && (READ_ONCE(UNIONFS_I(d_inode(dentry))->prot) & S_APPEND)) {
+		fa->flags |= FS_APPEND_FL;
+		fa->fsx_xflags |= FS_XFLAG_APPEND;
+	}
+	if (!err && (READ_ONCE(UNIONFS_I(d_inode(dentry))->prot) & S_IMMUTABLE)) {
+		fa->flags |= FS_IMMUTABLE_FL;
+		fa->fsx_xflags |= FS_XFLAG_IMMUTABLE;
+	}
 	return err;
 }
 

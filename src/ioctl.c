@@ -37,6 +37,7 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	struct unionfs_query q = { };
 	struct unionfs_dentry_info *pud;
+	struct name_snapshot name;
 	struct dentry *parent;
 	const struct cred *old;
 	int b, n = 0, pstart, pend;
@@ -60,6 +61,8 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 		return -ESTALE;
 	}
 	unionfs_ud_range(pud, &pstart, &pend);
+	/* the lookups sleep: a rename meanwhile must not free the name */
+	take_dentry_name_snapshot(&name, dentry);
 	old = unionfs_override_creds(dentry->d_sb);
 	for (b = max(pstart, 0); b <= pend; b++) {
 		struct dentry *lp = unionfs_ud_lower_get(pud, b), *ld;
@@ -67,8 +70,8 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 		if (!lp)
 			continue;
 		ld = d_can_lookup(lp) ?
-		     unionfs_do_lookup(bt, b, lp, dentry->d_name.name,
-				       dentry->d_name.len) : NULL;
+		     unionfs_do_lookup(bt, b, lp, name.name.name,
+				       name.name.len) : NULL;
 		if (!IS_ERR_OR_NULL(ld) && d_really_is_positive(ld)) {
 			q.branches[b / 64] |= 1ULL << (b % 64);
 			n++;
@@ -78,6 +81,7 @@ static long unionfs_ioctl_queryfile(struct file *file, void __user *arg)
 		dput(lp);
 	}
 	revert_creds(old);
+	release_dentry_name_snapshot(&name);
 	unionfs_dinfo_put(pud);
 	dput(parent);
 out:

@@ -596,15 +596,15 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 	int b, bstart, bend, err, ret = 0;
 
 	if (fi->lower) {
-		if (unionfs_br_writable(fi->br))
+		if (unionfs_br_syncable(fi->br))
 			return unionfs_do_fsync(dentry->d_sb, -1, fi->lower,
 						start, end, datasync);
 		return 0;
 	}
 	/*
 	 * A merged directory has no branch file open: sync the directory in
-	 * every writable branch that holds it (names created, renamed or
-	 * whited out through the union live there).
+	 * every branch that holds it where the union may have written
+	 * (names created, renamed or whited out through it live there).
 	 */
 	ud = unionfs_dinfo_get(dentry);	/* the root's may be replaced */
 	if (!ud)
@@ -615,7 +615,7 @@ static int unionfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 		struct dentry *ld;
 		struct file *lf;
 
-		if (!unionfs_branch_writable(bt, b))
+		if (!unionfs_br_syncable(bt->br[b]))
 			continue;
 		ld = unionfs_ud_lower_get(ud, b);
 		if (!ld)

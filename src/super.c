@@ -34,6 +34,7 @@ static struct inode *unionfs_alloc_inode(struct super_block *sb)
 	ui->rdcache = NULL;
 	ui->ix_lower = -1;
 	ui->ix_publish = false;
+	ui->prot = 0;
 	return &ui->vfs_inode;
 }
 
@@ -201,8 +202,9 @@ static int unionfs_show_options(struct seq_file *m, struct dentry *root)
 }
 
 /*
- * syncfs(2) on the union: sync every writable branch's file system once
- * (branches often share one). Only with @wait: sync_filesystem() of a branch
+ * syncfs(2) on the union: sync once the file system of every branch the
+ * union may have written (unionfs_br_syncable: also one made read-only by
+ * mode= since; branches often share one). Only with @wait: sync_filesystem() of a branch
  * does its own nowait pass then its waiting pass, so doing it for the
  * union's nowait call too would only write twice. sync(2) and emergency
  * sync skip us (SB_I_SKIP_SYNC): they walk every superblock, the branches'
@@ -222,11 +224,11 @@ static int unionfs_sync_fs(struct super_block *sb, int wait)
 	for (i = 0; i < bt->nbr; i++) {
 		struct super_block *lsb = bt->br[i]->path.mnt->mnt_sb;
 
-		if (!unionfs_branch_writable(bt, i))
+		if (!unionfs_br_syncable(bt->br[i]))
 			continue;
 		for (j = 0; j < i; j++)
 			if (bt->br[j]->path.mnt->mnt_sb == lsb &&
-			    unionfs_branch_writable(bt, j))
+			    unionfs_br_syncable(bt->br[j]))
 				break;
 		if (j < i)
 			continue;	/* this file system is done */

@@ -148,6 +148,7 @@ struct unionfs_branch {
 				 */
 	atomic_t open_files;	/* files of the union open on this branch */
 	bool private_mnt;	/* path.mnt is our clone (unionfs_branch_hold) */
+	bool ever_rw;		/* was read-write in this mount: still synced */
 };
 
 /*
@@ -313,6 +314,12 @@ struct unionfs_inode_info {
 	struct unionfs_rdcache *rdcache;	/* merged listing, under i_lock */
 	int ix_lower;		/* a link group's lower names shown (index.c), or -1 */
 	bool ix_publish;	/* its group's first copy-up runs (ix_lock) */
+	/*
+	 * S_APPEND/S_IMMUTABLE its winner holds in UNIONFS_XATTR_PROTATTR
+	 * (a copy-up's copy of a flagged object: the flags themselves would
+	 * refuse the copy-up's own rename and xattrs), or 0
+	 */
+	unsigned int prot;
 };
 
 struct unionfs_file_info {
@@ -407,6 +414,16 @@ static inline bool unionfs_br_writable(struct unionfs_branch *br)
 	return READ_ONCE(br->mode) == UNIONFS_BR_RW &&
 	       !sb_rdonly(br->path.mnt->mnt_sb) &&
 	       !__mnt_is_readonly(br->path.mnt);
+}
+
+/*
+ * Does syncfs/fsync write @br back? Where the union may have written: the
+ * branch is or was read-write, and its file system is not read-only.
+ */
+static inline bool unionfs_br_syncable(struct unionfs_branch *br)
+{
+	return (READ_ONCE(br->mode) == UNIONFS_BR_RW ||
+		READ_ONCE(br->ever_rw)) && !sb_rdonly(br->path.mnt->mnt_sb);
 }
 
 static inline bool unionfs_branch_writable(struct unionfs_btable *bt,
@@ -728,6 +745,16 @@ int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa);
 bool unionfs_xattr_private(const char *name);
 /* a renamed directory: where its lower contents live (lookup.c, rename.c) */
 #define UNIONFS_XATTR_REDIRECT	UNIONFS_XATTR_PRIVATE "redirect"
+/*
+ * A copied-up object's append-only/immutable flags ("a", "i", "ai"): kept
+ * here, as overlayfs's protattr, and enforced on the union inode
+ * (inode.c)
+ */
+#define UNIONFS_XATTR_PROTATTR	UNIONFS_XATTR_PRIVATE "protattr"
+#define UNIONFS_PROT_FLAGS	(S_APPEND | S_IMMUTABLE)
+int unionfs_prot_load(struct inode *inode, int bindex, struct dentry *ld);
+int unionfs_prot_store(struct unionfs_btable *bt, int bindex,
+		       struct dentry *ld, unsigned int prot);
 char *unionfs_redirect_get(struct unionfs_btable *bt, int bindex,
 			   struct dentry *ld);
 ssize_t unionfs_listxattr(struct dentry *dentry, char *list, size_t size);
