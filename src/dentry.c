@@ -612,7 +612,14 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 	/* as the lookup would: a kept name fails the walk with the error */
 	if (err && rv == UNIONFS_RVR_KEPT && !d_mountpoint(dentry))
 		ret = err;
-	if (fresh && report && locked && fresh->bt == ud->bt)
+	/*
+	 * An unhashed dentry lost its name to one of our own changes (the
+	 * target of a rename, or an unlink) that a walk raced: what the name
+	 * shows now is ours, no direct change (a walk that found the dentry
+	 * just before the rename revalidates it just after).
+	 */
+	if (fresh && report && locked && fresh->bt == ud->bt &&
+	    !d_unhashed(dentry))
 		unionfs_reval_hazard(dentry, ud, fresh, &name.name);
 	if (rv == UNIONFS_RVR_REFRESHED || rv == UNIONFS_RVR_REKEYED) {
 		cur = unionfs_dinfo_install(dentry, ud, fresh, &s0);
