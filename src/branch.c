@@ -593,6 +593,10 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 					WRITE_ONCE(bt->br[i]->ever_rw, true);
 				WRITE_ONCE(bt->br[i]->mode, w->mode[i]);
 			}
+			/* an added branch may hold bigger files (never lowered) */
+			for (i = 0; i < bt->nbr; i++)
+				sb->s_maxbytes = max(sb->s_maxbytes,
+						     bt->br[i]->path.mnt->mnt_sb->s_maxbytes);
 			/* what unused cached inodes hold of a deleted branch */
 			if (deleted)
 				unionfs_prune_inodes(sb);

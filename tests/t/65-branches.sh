@@ -1,7 +1,7 @@
 #!/bin/bash
 # Branch management at run time: remount add=/del=/mode=/incgen (all or nothing),
 # generation numbers, open files across branch changes, the INCGEN/QUERYFILE
-# ioctls and unionctl(8).
+# ioctls and unionctl(8); the largest file size follows an added branch (s_maxbytes).
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
 require_guest
@@ -155,6 +155,20 @@ out=$($U --fsck --repair "$T/s0" "$T/s1"); rc=$?
 is "unionctl --fsck --repair after umount: the leftover removed, exit 1" "$rc $(ls -A "$T/s0" | grep -c unionfs)" "1 0"
 out=$($U --help 2>/dev/null); is "unionctl --help: exit 0, usage on stdout" "$?:$(grep -c '^usage:' <<< "$out")" "0:1"
 is "unionctl --version" "$($U --version)" "unionctl 1.2"
+# s_maxbytes follows an added branch: a file system with bigger files than those at mount
+modprobe loop 2>/dev/null
+mkdir -p "$T/e4" "$T/big" "$T/mx"
+truncate -s 64M "$T/e4.img" && mkfs.ext4 -q -F "$T/e4.img" && mount -o loop "$T/e4.img" "$T/e4"
+mount -t tmpfs t "$T/big"
+check "mount dirs=ext4=rw (its files up to 16 TiB)" mount -i -t unionfs -o "dirs=$T/e4=rw" none "$T/mx"
+touch "$T/mx/f"
+is "a 17 TiB file on it: EFBIG" "$($S truncate "$T/mx/f" 18691697672192)" EFBIG
+check "add= a tmpfs branch on top" $U "$T/mx" --add "$T/big=rw"
+touch "$T/mx/g"
+is "a 17 TiB sparse file on the tmpfs branch: as on tmpfs" \
+	"$($S truncate "$T/mx/g" 18691697672192) $(touch "$T/big/h"; $S truncate "$T/big/h" 18691697672192)" "OK OK"
+check "umount it" umount "$T/mx"
+umount "$T/e4" "$T/big"
 check "umount after branch churn" umount "$M"
 check "rmmod after branch churn" rmmod unionfs
 check "insmod again" insmod "$UNIONFS_KO"
