@@ -722,10 +722,19 @@ int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
 	struct inode *inode = d_inode(dentry);
 	struct iattr lattr = *attr;
+	unsigned int killpriv = attr->ia_valid & ATTR_KILL_PRIV;
 	struct dentry *ld;
 	int b, err;
 
+	/*
+	 * File capabilities are killed by the branch's notify_change (in
+	 * @lattr: unchecked, as on a plain fs); here the removal would go
+	 * through our permission-checked removexattr and need CAP_SETFCAP
+	 * (EPERM on a kernel whose LSMs leave that check to commoncap).
+	 */
+	attr->ia_valid &= ~ATTR_KILL_PRIV;
 	err = setattr_prepare(&init_user_ns, dentry, attr);
+	attr->ia_valid |= killpriv;
 	if (err)
 		goto out;
 

@@ -22,7 +22,8 @@ static long unionfs_ioctl_incgen(struct file *file)
 		return -EPERM;
 	down_write(&sb->s_umount);
 	{
-		char cmd[] = "incgen";
+		/* a command list: ended by an empty command (KASAN: read past) */
+		char cmd[] = "incgen\0";
 
 		err = unionfs_remount_branches(NULL, sb, cmd,
 					       sb_rdonly(sb));

@@ -7,8 +7,8 @@
 #     fails with EPERM as on tmpfs, also after a remount (the copy keeps them in
 #     trusted.unionfs.protattr, never listed), and lsattr through the union shows them;
 #   - a file with a file capability (security.capability): an O_TRUNC open, truncate or chown
-#     by its owner (no CAP_SETFCAP) succeeds and drops the capability, as on tmpfs (the review
-#     predicted EPERM; the module already did this right: kept as a check);
+#     by its owner (no CAP_SETFCAP) succeeds and drops the capability, as on tmpfs (was EPERM
+#     on the debug kernel, whose LSMs leave the removexattr check to commoncap; Debian's passed);
 #   - fsync of a file open for writing after its branch was made read-only (mode=) still
 #     reaches the branch (was skipped: 0 returned, nothing synced);
 #   - tmpfs mounts inside union directories stay mounted while walks race incgen remounts (a
