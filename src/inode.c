@@ -58,23 +58,24 @@ int unionfs_prot_load(struct inode *inode, int bindex, struct dentry *ld)
 					   sizeof(buf));
 	if (n == -ENODATA || n == -EOPNOTSUPP)
 		n = 0;
-	for (i = 0; i >= 0 && i < n; i++) {
+	if (n == -ERANGE)	/* longer than "ai" */
+		goto malformed;
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
 		if (buf[i] == 'a')
 			prot |= S_APPEND;
 		else if (buf[i] == 'i')
 			prot |= S_IMMUTABLE;
 		else
-			n = -ERANGE;
+			goto malformed;
 	}
-	if (n == -ERANGE) {
-		pr_warn_ratelimited("branch %d: %pd: malformed %s (EIO)\n",
-				    bindex, ld, UNIONFS_XATTR_PROTATTR);
-		return -EIO;
-	}
-	if (n < 0)
-		return n;
 	WRITE_ONCE(UNIONFS_I(inode)->prot, prot);
 	return 0;
+malformed:
+	pr_warn_ratelimited("branch %d: %pd: malformed %s (EIO)\n",
+			    bindex, ld, UNIONFS_XATTR_PROTATTR);
+	return -EIO;
 }
 
 /* Keep @prot (S_APPEND/S_IMMUTABLE) of a copied object on its copy @ld. */
@@ -792,6 +793,8 @@ static const char *unionfs_get_link(struct dentry *dentry, struct inode *inode,
 
 int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 {
+	/* what a copy-up kept of the object's flags (unionfs_prot_load) */
+	unsigned int prot = READ_ONCE(UNIONFS_I(d_inode(dentry))->prot);
 	struct dentry *ld;
 	int b, err;
 
@@ -800,18 +803,17 @@ int unionfs_fileattr_get(struct dentry *dentry, struct fileattr *fa)
 		return -ESTALE;
 	err = unionfs_do_fileattr_get(dentry->d_sb, b, ld, fa);
 	dput(ld);
-	/* what a copy-up kept of the object's flags (unionfs_prot_load) */
+	if (!prot)
+		return err;
 	if (err == -ENOTTY || err == -EINVAL || err == -EOPNOTSUPP) {
-		if (!READ_ONCE(UNIONFS_I(d_inode(dentry))->prot))
-			return err;
 		fileattr_fill_flags(fa, 0);
 		err = 0;
 	}
-	if (!err && (READ_ONCE(UNIONFS_I(d_inode(dentry))->prot) & S_APPEND)) {
+	if (!err && (prot & S_APPEND)) {
 		fa->flags |= FS_APPEND_FL;
 		fa->fsx_xflags |= FS_XFLAG_APPEND;
 	}
-	if (!err && (READ_ONCE(UNIONFS_I(d_inode(dentry))->prot) & S_IMMUTABLE)) {
+	if (!err && (prot & S_IMMUTABLE)) {
 		fa->flags |= FS_IMMUTABLE_FL;
 		fa->fsx_xflags |= FS_XFLAG_IMMUTABLE;
 	}

@@ -148,7 +148,7 @@ struct unionfs_branch {
 				 */
 	atomic_t open_files;	/* files of the union open on this branch */
 	bool private_mnt;	/* path.mnt is our clone (unionfs_branch_hold) */
-	bool ever_rw;		/* was read-write in this mount: still synced */
+	bool ever_rw;		/* is or was read-write in this mount: synced */
 };
 
 /*
@@ -418,12 +418,12 @@ static inline bool unionfs_br_writable(struct unionfs_branch *br)
 
 /*
  * Does syncfs/fsync write @br back? Where the union may have written: the
- * branch is or was read-write, and its file system is not read-only.
+ * branch is or was read-write (ever_rw is set before mode turns rw), and
+ * its file system is not read-only.
  */
 static inline bool unionfs_br_syncable(struct unionfs_branch *br)
 {
-	return (READ_ONCE(br->mode) == UNIONFS_BR_RW ||
-		READ_ONCE(br->ever_rw)) && !sb_rdonly(br->path.mnt->mnt_sb);
+	return READ_ONCE(br->ever_rw) && !sb_rdonly(br->path.mnt->mnt_sb);
 }
 
 static inline bool unionfs_branch_writable(struct unionfs_btable *bt,
