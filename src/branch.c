@@ -6,7 +6,8 @@
  *     add=/new[=ro|rw]          insert /new as branch 0 (highest priority)
  *     add=/existing:/new[=m]    insert /new just before /existing
  *     add=:/new[=m]             append /new as the lowest branch
- *     del=/branch               remove a branch (EBUSY while files are open on it)
+ *     del=/branch               remove a branch (EBUSY while files are open on
+ *                               it or an operation writes to it)
  *     mode=/branch=ro|rw        change a branch's mode
  *     incgen                    bump the generation only
  *
@@ -188,6 +189,8 @@ struct unionfs_branch *unionfs_branch_new(struct fs_context *fc,
 		return ERR_PTR(-ENOMEM);
 	refcount_set(&br->ref, 1);
 	atomic_set(&br->open_files, 0);
+	atomic_set(&br->writers, 0);
+	br->state = UNIONFS_BRS_LIVE;
 	br->mode = mode;
 	br->ever_rw = mode == UNIONFS_BR_RW;
 	err = kern_path(path, LOOKUP_FOLLOW, &br->path);
@@ -421,12 +424,7 @@ static int unionfs_cmd_del(struct fs_context *fc, struct unionfs_work *w,
 		i = unionfs_find_branch(fc, w, arg, "del");
 	if (i < 0)
 		return i;
-	if (atomic_read(&w->br[i]->open_files)) {
-		unionfs_refuse(fc, "remount: del: branch '%*pE' has %d open files",
-			       (int)strlen(w->br[i]->name), w->br[i]->name,
-			       atomic_read(&w->br[i]->open_files));
-		return -EBUSY;
-	}
+	/* in use or not: decided at the end (unionfs_br_leave) */
 	unionfs_branch_put(w->br[i]);
 	memmove(&w->br[i], &w->br[i + 1], (w->n - i - 1) * sizeof(w->br[0]));
 	memmove(&w->mode[i], &w->mode[i + 1],
@@ -463,6 +461,101 @@ static int unionfs_cmd_mode(struct fs_context *fc, struct unionfs_work *w,
 	}
 	w->mode[i] = mode;
 	return 0;
+}
+
+/*
+ * del= against the operations in flight, as in Dekker's algorithm. An
+ * operation that will write to a branch (unionfs_want_write) or keep a
+ * file open on it (unionfs_br_open) counts itself in @count, then reads
+ * the branch's state; del= sets the state to LEAVING, then reads the
+ * counts (a full barrier on each side). At least one sees the other:
+ * del= refuses with EBUSY, or the operation waits for its decision
+ * (killable; nothing del= does meanwhile waits for an operation) and
+ * gets -ESTALE once the branch is GONE, or goes on if it stays. So no
+ * file is opened on a branch, and nothing written to it through the
+ * union, after its del= returned 0: also not by an operation that chose
+ * it on an older table (a create in a directory not walked since, a
+ * copy-up). Bounded: a branch that is taken out and put back in a loop
+ * gives -EBUSY after a few rounds.
+ */
+int unionfs_br_use(struct unionfs_branch *br, atomic_t *count)
+{
+	int round, state;
+
+	for (round = 0; round < 4; round++) {
+		atomic_inc(count);
+		smp_mb__after_atomic();	/* the count before the state (del=) */
+		state = READ_ONCE(br->state);
+		if (likely(state == UNIONFS_BRS_LIVE))
+			return 0;
+		atomic_dec(count);
+		if (state == UNIONFS_BRS_GONE)
+			return -ESTALE;
+		if (wait_var_event_killable(&br->state, READ_ONCE(br->state) !=
+					    UNIONFS_BRS_LEAVING))
+			return -EINTR;
+	}
+	return -EBUSY;
+}
+
+static void unionfs_br_set_state(struct unionfs_branch *br, int state)
+{
+	WRITE_ONCE(br->state, state);
+	smp_mb();	/* the state before the waiters' queue (wake_up_var) */
+	wake_up_var(&br->state);
+}
+
+static bool unionfs_bt_has(struct unionfs_btable *bt,
+			   const struct unionfs_branch *br)
+{
+	int i;
+
+	for (i = 0; i < bt->nbr; i++)
+		if (bt->br[i] == br)
+			return true;
+	return false;
+}
+
+/*
+ * The branches of @cur that @bt no longer has are leaving: -EBUSY (and
+ * all stay) when one has open files or operations writing to it.
+ */
+static int unionfs_br_leave(struct fs_context *fc, struct unionfs_btable *cur,
+			    struct unionfs_btable *bt)
+{
+	struct unionfs_branch *br;
+	int i, files, writers;
+
+	for (i = 0; i < cur->nbr; i++)
+		if (!unionfs_bt_has(bt, cur->br[i]))
+			WRITE_ONCE(cur->br[i]->state, UNIONFS_BRS_LEAVING);
+	smp_mb();	/* the states before the counts (unionfs_br_use) */
+	for (i = 0; i < cur->nbr; i++) {
+		br = cur->br[i];
+		if (READ_ONCE(br->state) != UNIONFS_BRS_LEAVING)
+			continue;
+		files = atomic_read(&br->open_files);
+		writers = atomic_read(&br->writers);
+		if (!files && !writers)
+			continue;
+		unionfs_refuse(fc,
+			       "remount: del: branch '%*pE' has %d open files and %d operations writing to it",
+			       (int)strlen(br->name), br->name, files, writers);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* The leaving branches of @cur are @gone, or stay: wake who waits. */
+static void unionfs_br_decide(struct unionfs_btable *cur, bool gone)
+{
+	int i;
+
+	for (i = 0; i < cur->nbr; i++)
+		if (READ_ONCE(cur->br[i]->state) == UNIONFS_BRS_LEAVING)
+			unionfs_br_set_state(cur->br[i], gone ?
+					     UNIONFS_BRS_GONE :
+					     UNIONFS_BRS_LIVE);
 }
 
 void unionfs_bump_gen(struct super_block *sb, enum unionfs_rv_why cause)
@@ -537,6 +630,7 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 	next_id = sbi->next_branch_id;
 	cur = rcu_dereference_protected(sbi->bt,
 					lockdep_is_held(&sbi->bt_lock));
+	refcount_inc(&cur->ref);	/* its deleted branches: to the decision */
 	w->n = cur->nbr;
 	for (i = 0; i < cur->nbr; i++) {
 		w->br[i] = cur->br[i];
@@ -579,7 +673,11 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 			bt->br[i] = w->br[i];	/* the work's refs move over */
 			w->br[i] = NULL;
 		}
-		err = unionfs_publish(sb, bt, cause);
+		err = unionfs_br_leave(fc, cur, bt);
+		if (!err)
+			err = unionfs_publish(sb, bt, cause);
+		/* after the publish: who waited sees the new table */
+		unionfs_br_decide(cur, !err);
 		if (err) {
 			for (i = 0; i < bt->nbr; i++) {
 				w->br[i] = bt->br[i];
@@ -610,6 +708,7 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 			unionfs_branch_put(w->br[i]);
 	}
 	mutex_unlock(&sbi->bt_lock);
+	unionfs_bt_put(cur);
 	kfree(w);
 	return err;
 }

@@ -650,6 +650,65 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 }
 
 /*
+ * Bring @dir, a directory in use (a cwd, a dirfd, an open directory, the
+ * parent of a lookup), and its stale ancestors onto the current branch
+ * table, top down, as a walk from the root would have: a walk relative
+ * to a cwd or a dirfd revalidates neither, so names in it would go on
+ * being looked up in the branches of the table it was built on, also a
+ * deleted one. One refresh per round, of the topmost stale directory
+ * (its parent is current); bounded and ended by a fatal signal.
+ * Returns 0 when @dir is current, -ENOENT when the union no longer has
+ * it (gone from every branch left, or another object now), 1 when it
+ * stays on its table for now (a lookup error, or a change of ours in
+ * progress there: unionfs_reval_refresh() only trylocks), -EINTR.
+ */
+int unionfs_refresh_stale(struct dentry *dir)
+{
+	struct super_block *sb = dir->d_sb;
+	struct unionfs_dentry_info *ud;
+	struct dentry *d, *p;
+	int round, ret, sbgen;
+
+	for (round = 0; round < PATH_MAX / 2; round++) {
+		sbgen = unionfs_sb_gen(sb);
+		if (unionfs_dentry_gen(dir) == sbgen)
+			return 0;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		d = dget(dir);
+		while (!IS_ROOT(d)) {
+			p = dget_parent(d);
+			if (unionfs_dentry_gen(p) == sbgen) {
+				dput(p);
+				break;
+			}
+			dput(d);
+			d = p;
+		}
+		ret = 1;
+		ud = IS_ROOT(d) ? NULL : unionfs_dinfo_get(d);
+		if (ud) {
+			ret = unionfs_reval_refresh(d, ud, UNIONFS_RVW_GENERATION,
+						    atomic_long_read(&UNIONFS_SB(sb)->nseq),
+						    false);
+			unionfs_dinfo_put(ud);
+		}
+		/* no progress: kept (1), or an error; or a new remount */
+		if (ret > 0 && unionfs_dentry_gen(d) != sbgen &&
+		    unionfs_sb_gen(sb) == sbgen)
+			ret = 1;
+		else if (ret > 0)
+			ret = -EAGAIN;	/* progress: the next level */
+		dput(d);
+		if (!ret)
+			return -ENOENT;	/* dropped: not in the union now */
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	return 1;
+}
+
+/*
  * d_splice_alias() moved @alias, a directory dentry in use, to the name
  * @src was just looked up for: it takes that state.
  */
@@ -873,6 +932,16 @@ valid:
 	return 0;
 }
 
+/* A stale parent (a cwd, a dirfd) onto the current table first. */
+static void unionfs_refresh_parent(struct dentry *dentry)
+{
+	struct dentry *parent = dget_parent(dentry);
+
+	if (!IS_ROOT(parent))
+		unionfs_refresh_stale(parent);
+	dput(parent);
+}
+
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	struct unionfs_dentry_info *ud;
@@ -904,8 +973,11 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (ret < 0) {
 		/* ret: the error */
 	} else if (ret) {
-		if (why == UNIONFS_RVW_GENERATION)
+		if (why == UNIONFS_RVW_GENERATION) {
 			report = false;	/* the branches were changed on purpose */
+			/* below a cwd or dirfd: its directory first */
+			unionfs_refresh_parent(dentry);
+		}
 		ret = unionfs_reval_refresh(dentry, ud, why, nseq, report);
 	} else {
 		ret = 1;
@@ -927,6 +999,9 @@ static int unionfs_d_weak_revalidate(struct dentry *dentry, unsigned int flags)
 
 	if (d_really_is_negative(dentry) || IS_ROOT(dentry))
 		return 1;
+	/* "." or a dirfd: a directory in use onto the current table */
+	if (d_is_dir(dentry) && unionfs_refresh_stale(dentry) == -ENOENT)
+		return 0;
 	ld = unionfs_lower_top_get(dentry, &b);
 	if (!ld)
 		return 0;

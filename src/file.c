@@ -54,9 +54,16 @@ static int unionfs_file_attach(struct file *file, struct file *lf,
 		fput(lf);
 		return -ENOMEM;
 	}
+	fi->br = unionfs_br_open(bt, b);
+	if (IS_ERR(fi->br)) {
+		int err = PTR_ERR(fi->br);
+
+		kfree(fi);
+		fput(lf);
+		return err;
+	}
 	spin_lock_init(&fi->lock);
 	fi->lower = lf;
-	fi->br = unionfs_br_open(bt, b);
 	fi->generation = unionfs_sb_gen(bt->sb);
 	/* RWF_NOWAIT where the branch file takes it */
 	file->f_mode |= lf->f_mode & FMODE_NOWAIT;
@@ -204,6 +211,10 @@ static struct file *unionfs_real_get(struct file *file)
 	}
 	br = unionfs_br_open(ud->bt, b);
 	unionfs_dinfo_put(ud);
+	if (IS_ERR(br)) {	/* deleted meanwhile: stay on the old one */
+		fput(nf);
+		return lf;
+	}
 	spin_lock(&fi->lock);
 	if (fi->lower == lf) {
 		fi->lower = nf;

@@ -606,6 +606,12 @@ struct dentry *unionfs_lookup(struct inode *dir, struct dentry *dentry,
 		return ERR_PTR(-EPERM);
 	if (dentry->d_name.len > UNIONFS_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
+	/* in a cwd or dirfd built on an older table: onto the current one */
+	if (!IS_ROOT(dentry->d_parent)) {
+		err = unionfs_refresh_stale(dentry->d_parent);
+		if (err < 0)
+			return ERR_PTR(err);
+	}
 
 	ud = unionfs_alloc_dinfo_at(dentry->d_parent);
 	if (!ud)

@@ -104,16 +104,33 @@ static struct dentry *unionfs_trace_lookup(struct super_block *sb,
 	return d;
 }
 
+/*
+ * Write access to branch @bindex of @bt for one change: the branch's own
+ * (freeze protection) and the union's (counted in ->writers, so that a
+ * del= in between is refused with EBUSY; -ESTALE once it is deleted).
+ */
 int unionfs_want_write(struct unionfs_btable *bt, int bindex)
 {
-	if (!unionfs_branch_writable(bt, bindex))
+	struct unionfs_branch *br = bt->br[bindex];
+	int err;
+
+	if (!unionfs_br_writable(br))
 		return -EROFS;
-	return mnt_want_write(unionfs_mnt(bt, bindex));
+	err = unionfs_br_use(br, &br->writers);
+	if (err)
+		return err;
+	err = mnt_want_write(br->path.mnt);
+	if (err)
+		atomic_dec(&br->writers);
+	return err;
 }
 
 void unionfs_drop_write(struct unionfs_btable *bt, int bindex)
 {
-	mnt_drop_write(unionfs_mnt(bt, bindex));
+	struct unionfs_branch *br = bt->br[bindex];
+
+	mnt_drop_write(br->path.mnt);
+	atomic_dec(&br->writers);
 }
 
 struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,

@@ -534,6 +534,13 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 	struct unionfs_file_info *fi;
 	int bstart, bend, err = 0;
 
+	/* a cwd or dirfd built on an older table: listed on the current one */
+	if (!IS_ROOT(dentry)) {
+		err = unionfs_refresh_stale(dentry);
+		if (err < 0)
+			return err;
+		err = 0;
+	}
 	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
 	if (!fi)
 		return -ENOMEM;
@@ -561,8 +568,13 @@ static int unionfs_dir_open(struct inode *inode, struct file *file)
 			err = PTR_ERR(f);
 			goto out;
 		}
-		fi->lower = f;
 		fi->br = unionfs_br_open(ud->bt, bstart);
+		if (IS_ERR(fi->br)) {
+			err = PTR_ERR(fi->br);
+			fput(f);
+			goto out;
+		}
+		fi->lower = f;
 	}
 	file->private_data = fi;
 	fi = NULL;

@@ -132,6 +132,13 @@
 #define UNIONFS_BR_RO		0
 #define UNIONFS_BR_RW		1
 
+/* a branch's state against del= (unionfs_br_use(), branch.c) */
+enum {
+	UNIONFS_BRS_LIVE,	/* in the union: operations go on */
+	UNIONFS_BRS_LEAVING,	/* a del= decides: operations wait */
+	UNIONFS_BRS_GONE,	/* deleted: operations get -ESTALE */
+};
+
 /*
  * A branch. Referenced by every branch table that lists it; freed (and its
  * path released) with the last table, so that objects still built against
@@ -147,6 +154,8 @@ struct unionfs_branch {
 				 * 0..UNIONFS_FSIDX_MAX (unionfs_ino())
 				 */
 	atomic_t open_files;	/* files of the union open on this branch */
+	atomic_t writers;	/* operations writing to it now (want_write) */
+	int state;		/* UNIONFS_BRS_*: against del= (branch.c) */
 	bool private_mnt;	/* path.mnt is our clone (unionfs_branch_hold) */
 	bool ever_rw;		/* is or was read-write in this mount: synced */
 };
@@ -432,14 +441,22 @@ static inline bool unionfs_branch_writable(struct unionfs_btable *bt,
 	return unionfs_br_writable(bt->br[bindex]);
 }
 
-/* Account an open file on branch @bindex of @bt; returns the branch. */
+int unionfs_br_use(struct unionfs_branch *br, atomic_t *count);
+
+/*
+ * Account an open file on branch @bindex of @bt; returns the branch, or
+ * ERR_PTR(-ESTALE) when a del= took it out meanwhile (-EINTR: a fatal
+ * signal while a del= decided).
+ */
 static inline struct unionfs_branch *unionfs_br_open(struct unionfs_btable *bt,
 						     int bindex)
 {
 	struct unionfs_branch *br = bt->br[bindex];
+	int err = unionfs_br_use(br, &br->open_files);
 
+	if (err)
+		return ERR_PTR(err);
 	refcount_inc(&br->ref);
-	atomic_inc(&br->open_files);
 	return br;
 }
 
@@ -549,6 +566,7 @@ bool unionfs_lower_has_name(struct dentry *parent, const struct qstr *name,
 /* dentry.c */
 extern const struct dentry_operations unionfs_dops;
 void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src);
+int unionfs_refresh_stale(struct dentry *dir);
 
 /* inode.c */
 extern const struct inode_operations unionfs_main_iops;

@@ -92,7 +92,12 @@ static int unionfs_xattr_precheck(struct dentry *dentry, struct inode *inode,
 				err = PTR_ERR(acl);
 				goto out;
 			}
+			/* set_posix_acl's own check: no mask, duplicates */
+			if (acl)
+				err = posix_acl_valid(&init_user_ns, acl);
 			posix_acl_release(acl);
+			if (err)
+				goto out;
 		}
 		if (acl_default && !S_ISDIR(inode->i_mode))
 			err = value ? -EACCES : 1;

@@ -205,11 +205,14 @@ def main(argv):
             fl = {"create": os.XATTR_CREATE, "replace": os.XATTR_REPLACE}
             os.setxattr(a[0], a[1], b(a[2]), fl[a[3]] if len(a) > 3 else 0)
         elif op == "setacl":
-            # POSIX ACL xattr v2: USER_OBJ rw, USER uid r, GROUP_OBJ r, MASK r, OTHER r
+            # POSIX ACL xattr v2: USER_OBJ rw, USER uid r, GROUP_OBJ r, MASK r, OTHER r;
+            # "setacl PATH UID nomask": without the MASK entry (parses, but is invalid: EINVAL)
             und = 0xffffffff
+            ents = [(1, 6, und), (2, 4, int(a[1])), (4, 4, und), (0x10, 4, und), (0x20, 4, und)]
+            if len(a) > 2 and a[2] == "nomask":
+                ents.remove((0x10, 4, und))
             os.setxattr(a[0], "system.posix_acl_access", struct.pack("<I", 2) + b"".join(
-                struct.pack("<HHI", t, p, i) for t, p, i in
-                ((1, 6, und), (2, 4, int(a[1])), (4, 4, und), (0x10, 4, und), (0x20, 4, und))))
+                struct.pack("<HHI", t, p, i) for t, p, i in ents))
         elif op == "getxattr":
             print(os.getxattr(a[0], a[1]).decode(errors="replace"))
         elif op == "removexattr":

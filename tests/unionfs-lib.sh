@@ -47,6 +47,7 @@ branch_fs() {
 		case $fs in
 		tmpfs) mount -t tmpfs -o size=256m "tmp$i" "$dir/b$i" ;;
 		ext4)
+			modprobe loop	# a file run alone has no loop devices yet
 			truncate -s 128M "$dir/img$i"
 			mkfs.ext4 -q -F -O ^has_journal "$dir/img$i" || return 1
 			mount -o loop "$dir/img$i" "$dir/b$i" || return 1

@@ -11,6 +11,9 @@
 #     on the debug kernel, whose LSMs leave the removexattr check to commoncap; Debian's passed);
 #   - fsync of a file open for writing after its branch was made read-only (mode=) still
 #     reaches the branch (was skipped: 0 returned, nothing synced);
+#   - a chmod or chown made directly in the branch decides the next access through the union
+#     at once (was: the cached mode until a stat); an invalid POSIX ACL (no mask) is refused
+#     with EINVAL before any copy-up;
 #   - tmpfs mounts inside union directories stay mounted while walks race incgen remounts (a
 #     revalidation whose lookup met the remount (ESTALE) dropped the directory in use: the
 #     VFS detached its mounts; the test build's race_delay_us widens that window).
@@ -141,6 +144,26 @@ kill $w1 $w2; wait $w1 $w2 2> /dev/null
 is "40 more with revalidation held 20 ms: all 20 still mounted" "$(nmounts)" 20
 is "  each still shows its file" "$(ls "$M2"/w/d*/m/x 2>/dev/null | wc -l)" 20
 umount_all "$M2"
+
+# a chmod or chown made directly in the branch decides the next access at once (was: the
+# union inode's cached mode and owner until the next stat of the name)
+mount -i -t unionfs -o "dirs=$A=rw:$B=ro" none "$M"
+echo secret > "$B/sec"; chmod 644 "$B/sec"; mkdir -m 755 "$B/sd"; echo s > "$B/sd/x"
+cat "$M/sec" "$M/sd/x" > /dev/null
+is "before: another user reads the file" "$(sy $U open "$M/sec" r)" OK
+chmod 600 "$B/sec"; chmod 700 "$B/sd"
+is "after a direct chmod 600 in the branch: another user's open for reading: EACCES" \
+	"$(sy $U open "$M/sec" r)" EACCES
+is "after a direct chmod 700 of a directory: another user's search in it: EACCES" \
+	"$(sy $U open "$M/sd/x" r)" EACCES
+chown $U "$B/sec"
+is "after a direct chown to that user: the open succeeds" "$(sy $U open "$M/sec" r)" OK
+# a POSIX ACL that parses but is invalid (a named user, no mask): EINVAL as on tmpfs, and
+# the refused change copies nothing up (was: copied up, then EINVAL)
+for d in "$N" "$B"; do echo acl > "$d/aclf"; chown $U "$d/aclf"; done
+same "an ACL without a mask, set by the owner of a lower file" $U setacl aclf 1000 nomask
+check "  nothing was copied up" test ! -e "$A/aclf"
+umount "$M"
 
 is "no kernel warnings" "$(dmesg_bad | head -n 3)" ""
 finish
