@@ -14,8 +14,11 @@
  * All or nothing: the commands build a new branch table; any error leaves
  * the union exactly as it was. A new table bumps the superblock generation:
  * dentries built against an older table fail d_revalidate and are looked up
- * again; objects still in use (open files, cwd) keep the table they were
- * built with, whose branches stay pinned until the last user goes.
+ * again; a directory in use (a cwd, a dirfd) is moved onto the new table at
+ * its next use (unionfs_refresh_stale); open files keep the table they were
+ * opened with, whose branches stay pinned until the last user goes. del=
+ * waits for nothing: it is refused while the branch is in use
+ * (unionfs_br_use).
  */
 #include "union.h"
 
@@ -336,6 +339,7 @@ struct unionfs_work {
 	int n;
 	struct unionfs_branch *br[UNIONFS_MAX_BRANCHES];
 	int mode[UNIONFS_MAX_BRANCHES];
+	int oldmode[UNIONFS_MAX_BRANCHES];	/* to undo a failed publish */
 	int added;			/* new branch objects in br[] */
 };
 
@@ -674,8 +678,22 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 			w->br[i] = NULL;
 		}
 		err = unionfs_br_leave(fc, cur, bt);
-		if (!err)
+		if (!err) {
+			/*
+			 * The modes before the table is live: it never shows
+			 * the old ones (a ro branch 0 of a rw union). A mode
+			 * is the branch's, so older tables see it too.
+			 */
+			for (i = 0; i < w->n; i++) {
+				w->oldmode[i] = READ_ONCE(bt->br[i]->mode);
+				if (w->mode[i] == UNIONFS_BR_RW)
+					WRITE_ONCE(bt->br[i]->ever_rw, true);
+				WRITE_ONCE(bt->br[i]->mode, w->mode[i]);
+			}
 			err = unionfs_publish(sb, bt, cause);
+			for (i = 0; err && i < w->n; i++)
+				WRITE_ONCE(bt->br[i]->mode, w->oldmode[i]);
+		}
 		/* after the publish: who waited sees the new table */
 		unionfs_br_decide(cur, !err);
 		if (err) {
@@ -686,11 +704,6 @@ int unionfs_remount_branches(struct fs_context *fc, struct super_block *sb,
 			bt->nbr = 0;
 			unionfs_bt_put(bt);
 		} else {
-			for (i = 0; i < w->n; i++) {
-				if (w->mode[i] == UNIONFS_BR_RW)
-					WRITE_ONCE(bt->br[i]->ever_rw, true);
-				WRITE_ONCE(bt->br[i]->mode, w->mode[i]);
-			}
 			/* an added branch may hold bigger files (never lowered) */
 			for (i = 0; i < bt->nbr; i++)
 				sb->s_maxbytes = max(sb->s_maxbytes,

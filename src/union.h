@@ -29,6 +29,11 @@
  *   4. the branch's freeze protection (mnt_want_write or, per data chunk
  *      of a copy-up, file_start_write): one level at a time, never nested
  *      on one branch superblock.
+ *   4a. not a lock, but a wait: a branch's use count (unionfs_br_use(),
+ *      taken by unionfs_want_write() and the open of a branch file). An
+ *      operation that meets a del= deciding on that branch waits for the
+ *      decision (killable); the decision holds s_umount and bt_lock and
+ *      takes nothing of 1-5 (it refuses a branch in use, never waits).
  *   5. branch directory i_rwsem (I_MUTEX_PARENT; lock_rename for two),
  *      then the branch object's.
  *   6. spinlocks: a dentry info's lock, inode->i_lock, d_lock.
@@ -38,9 +43,11 @@
  * first (unionfs_permission: the caller's credentials; the top branch
  * inode's own ->permission with the mounter's). Then:
  *   - the caller's credentials, as they come: what the caller asked for,
- *     so that the branch fs checks it again and applies its own rules
- *     (owner and default ACL of new objects, setgid, sticky directories,
- *     quotas): open of a user's file, create, mkdir, mknod, symlink,
+ *     so that the branch fs applies its own rules (owner and default ACL
+ *     of new objects, setgid, sticky directories, quotas, its permission
+ *     checks where the VFS call makes them; dentry_open makes none, so an
+ *     open is decided by unionfs_permission alone): open of a user's
+ *     file, create, mkdir, mknod, symlink,
  *     link, O_TMPFILE, the branch rename of a rename, setattr, setxattr,
  *     removexattr, the reads of an open file; and the lookups of a name
  *     under its locked branch parent just before such a change
