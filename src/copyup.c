@@ -496,7 +496,8 @@ out_unlock:
  * Runs without write access to branch @t held: each chunk takes the
  * branch's freeze protection itself (unionfs_copy_data), so a freeze of
  * the branch waits for one chunk, not for the whole file, and the copy
- * resumes after the thaw.
+ * resumes after the thaw. The union's count of writers to @t stays taken
+ * (unionfs_pause_write): a del= of @t meanwhile is refused.
  */
 static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 {
@@ -507,7 +508,7 @@ static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 	if (!S_ISREG(c->st.mode))
 		return 0;
 	/* one freeze-protection level: the chunks take their own */
-	unionfs_drop_write(bt, c->t);
+	unionfs_pause_write(bt, c->t);
 	c->write = false;
 	for (tries = 0; tries < 3; tries++) {
 		struct file *in, *out;
@@ -544,7 +545,7 @@ static int unionfs_copyup_data(struct unionfs_copyup_ctx *c)
 			    (int)c->name->len, c->name->name, c->b);
 	err = -ESTALE;
 out:
-	werr = unionfs_want_write(bt, c->t);
+	werr = unionfs_resume_write(bt, c->t);
 	if (werr) {
 		/* cannot even remove it: a named temporary stays (hidden) */
 		pr_warn_ratelimited("copy-up to branch %d: no write access to remove %pd (%d)\n",
@@ -1157,10 +1158,17 @@ int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
 int unionfs_copyup_for_write(struct dentry *dentry, enum unionfs_cu_reason reason,
 			     loff_t len)
 {
-	struct unionfs_dentry_info *ud = unionfs_dinfo_get(dentry);
+	struct unionfs_dentry_info *ud;
 	struct unionfs_btable *bt;
 	int bstart, bend, t, err;
 
+	/* built on an older table (an fd kept across a del=): the current */
+	if (!IS_ROOT(dentry)) {
+		err = unionfs_refresh_stale(dentry);
+		if (err == -EINTR)
+			return err;
+	}
+	ud = unionfs_dinfo_get(dentry);
 	if (!ud)
 		return -ESTALE;
 	bt = ud->bt;

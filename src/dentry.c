@@ -531,10 +531,15 @@ static int unionfs_reval_inode(struct inode *inode,
 /* The generation of @parent's table (0 if it has none). */
 int unionfs_dentry_gen(struct dentry *parent)
 {
-	struct unionfs_dentry_info *pud = unionfs_dinfo_get(parent);
-	int gen = pud ? READ_ONCE(pud->bt->gen) : 0;
+	struct unionfs_dentry_info *pud;
+	int gen = 0;
 
-	unionfs_dinfo_put(pud);
+	/* no reference: the info and its table are freed after a GP */
+	rcu_read_lock();
+	pud = READ_ONCE(parent->d_fsdata);
+	if (pud)
+		gen = READ_ONCE(pud->bt->gen);
+	rcu_read_unlock();
 	return gen;
 }
 
@@ -650,32 +655,35 @@ static int unionfs_reval_refresh(struct dentry *dentry,
 }
 
 /*
- * Bring @dir, a directory in use (a cwd, a dirfd, an open directory, the
- * parent of a lookup), and its stale ancestors onto the current branch
- * table, top down, as a walk from the root would have: a walk relative
- * to a cwd or a dirfd revalidates neither, so names in it would go on
- * being looked up in the branches of the table it was built on, also a
- * deleted one. One refresh per round, of the topmost stale directory
- * (its parent is current); bounded and ended by a fatal signal.
- * Returns 0 when @dir is current, -ENOENT when the union no longer has
- * it (gone from every branch left, or another object now), 1 when it
- * stays on its table for now (a lookup error, or a change of ours in
- * progress there: unionfs_reval_refresh() only trylocks), -EINTR.
+ * Bring @dentry, in use (a cwd, a dirfd, an open directory, the parent of
+ * a lookup, a file whose fd is changed), and its stale ancestors onto the
+ * current branch table, top down, as a walk from the root would have: a
+ * walk relative to a cwd or a dirfd revalidates neither, and an fd-based
+ * change none, so they would go on using the branches of the table they
+ * were built on, also a deleted one. One refresh per round, of the
+ * topmost stale dentry (its parent is current). Not for a dentry that was
+ * removed (unhashed, or a dead directory): it keeps what it had. Bounded
+ * (a remount during a round counts: at most 4), and ended by a fatal
+ * signal. Returns 0 when @dentry is current, -ENOENT when the union no
+ * longer has it (gone from every branch left, or another object now),
+ * 1 when it stays on its table for now (removed, a lookup error, or a
+ * change of ours in progress there: unionfs_reval_refresh() only
+ * trylocks), or -EINTR.
  */
-int unionfs_refresh_stale(struct dentry *dir)
+int unionfs_refresh_stale(struct dentry *dentry)
 {
-	struct super_block *sb = dir->d_sb;
+	struct super_block *sb = dentry->d_sb;
 	struct unionfs_dentry_info *ud;
 	struct dentry *d, *p;
-	int round, ret, sbgen;
+	int round, raced = 0, ret, sbgen;
 
 	for (round = 0; round < PATH_MAX / 2; round++) {
 		sbgen = unionfs_sb_gen(sb);
-		if (unionfs_dentry_gen(dir) == sbgen)
+		if (unionfs_dentry_gen(dentry) == sbgen)
 			return 0;
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		d = dget(dir);
+		d = dget(dentry);
 		while (!IS_ROOT(d)) {
 			p = dget_parent(d);
 			if (unionfs_dentry_gen(p) == sbgen) {
@@ -686,19 +694,25 @@ int unionfs_refresh_stale(struct dentry *dir)
 			d = p;
 		}
 		ret = 1;
-		ud = IS_ROOT(d) ? NULL : unionfs_dinfo_get(d);
+		ud = NULL;
+		if (!IS_ROOT(d) && !d_unhashed(d) &&
+		    !(d_is_dir(d) && IS_DEADDIR(d_inode(d))))
+			ud = unionfs_dinfo_get(d);
 		if (ud) {
 			ret = unionfs_reval_refresh(d, ud, UNIONFS_RVW_GENERATION,
 						    atomic_long_read(&UNIONFS_SB(sb)->nseq),
 						    false);
 			unionfs_dinfo_put(ud);
 		}
-		/* no progress: kept (1), or an error; or a new remount */
-		if (ret > 0 && unionfs_dentry_gen(d) != sbgen &&
-		    unionfs_sb_gen(sb) == sbgen)
-			ret = 1;
-		else if (ret > 0)
-			ret = -EAGAIN;	/* progress: the next level */
+		if (ret > 0 && unionfs_dentry_gen(d) != sbgen) {
+			/* kept: no progress, unless a remount came between */
+			if (unionfs_sb_gen(sb) == sbgen || ++raced > 4)
+				ret = 1;
+			else
+				ret = -EAGAIN;
+		} else if (ret > 0) {
+			ret = -EAGAIN;	/* progress: the next level down */
+		}
 		dput(d);
 		if (!ret)
 			return -ENOENT;	/* dropped: not in the union now */

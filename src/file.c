@@ -196,6 +196,11 @@ static struct file *unionfs_real_get(struct file *file)
 
 	ud = unionfs_dinfo_get(dentry);	/* @b is a branch of its table */
 	ld = unionfs_ud_top_get(ud, &b);
+	/* not to a deleted branch (unionfs_br_use would refuse it) */
+	if (ld && READ_ONCE(ud->bt->br[b]->state) == UNIONFS_BRS_GONE) {
+		dput(ld);
+		ld = NULL;
+	}
 	if (!ld || !d_is_reg(ld)) {
 		dput(ld);
 		unionfs_dinfo_put(ud);

@@ -611,45 +611,52 @@ static int unionfs_perm_lower(struct inode *inode, int b, bool top, int mask,
 }
 
 /*
- * The winning branch inode's owner, group and mode as they are now: a
- * chmod or chown made directly in the branch decides the next access at
- * once, as a change of its ACLs does (unionfs_get_acl), not only after the
- * next stat. Same type only (another object is revalidation's business);
- * lockless, as getattr's copy (also in RCU walk).
+ * generic_permission() with the winning branch inode's owner, group and
+ * mode as they are now: a chmod or chown made directly in the branch
+ * decides the next access at once, as a change of its ACLs does
+ * (unionfs_get_acl), not only after the next stat. When they differ from
+ * the union inode's, the branch inode itself is checked; the union inode
+ * is not written here (its attributes change under its lock: setattr,
+ * getattr's copy). Another type is revalidation's business.
  */
-static void unionfs_perm_attrs(struct inode *inode)
+static int unionfs_generic_permission(struct inode *inode, int mask)
 {
 	struct inode *lower;
-	int bstart, bend;
-	bool writable;
-	umode_t mode;
-	kuid_t uid;
-	kgid_t gid;
+	int bstart, bend, err;
+	bool writable, same;
 
 	rcu_read_lock();
 	lower = unionfs_vec_lower(inode, -1, &writable, &bstart, &bend);
-	if (!IS_ERR_OR_NULL(lower)) {
-		mode = READ_ONCE(lower->i_mode);
-		uid = lower->i_uid;
-		gid = lower->i_gid;
-		if (!((mode ^ inode->i_mode) & S_IFMT)) {
-			if (mode != inode->i_mode)
-				WRITE_ONCE(inode->i_mode, mode);
-			if (!uid_eq(uid, inode->i_uid))
-				inode->i_uid = uid;
-			if (!gid_eq(gid, inode->i_gid))
-				inode->i_gid = gid;
-		}
+	same = IS_ERR_OR_NULL(lower) ||
+	       ((READ_ONCE(lower->i_mode) ^ inode->i_mode) & S_IFMT) ||
+	       (READ_ONCE(lower->i_mode) == inode->i_mode &&
+		uid_eq(lower->i_uid, inode->i_uid) &&
+		gid_eq(lower->i_gid, inode->i_gid));
+	if (same) {
+		rcu_read_unlock();
+		return generic_permission(&init_user_ns, inode, mask);
 	}
+	if (mask & MAY_NOT_BLOCK) {	/* RCU walk: the inode stays */
+		err = generic_permission(&init_user_ns, lower, mask);
+		rcu_read_unlock();
+		return err;
+	}
+	lower = igrab(lower);
 	rcu_read_unlock();
+	if (!lower)
+		return generic_permission(&init_user_ns, inode, mask);
+	err = generic_permission(&init_user_ns, lower, mask);
+	iput(lower);
+	return err;
 }
 
 /*
  * Permission through the union is the winning branch's answer, as in
  * overlayfs (6.1's ovl_permission):
  *  1. the caller's credentials against the union inode: it mirrors the
- *     winning branch's owner and mode (taken again here, so a direct
- *     chmod in the branch counts), and its ACLs are that branch's
+ *     winning branch's owner and mode (the branch inode's are used when
+ *     they differ: a direct chmod in the branch counts at once), and its
+ *     ACLs are that branch's
  *     (unionfs_get_acl), so generic_permission() answers what the branch
  *     would; MAY_WRITE stays in the mask even when the write will go to a
  *     copy-up (the object in its read-only branch decides who may write
@@ -676,8 +683,7 @@ int unionfs_permission(struct user_namespace *mnt_userns, struct inode *inode,
 	struct inode *lower;
 	int b, bstart, bend, err;
 
-	unionfs_perm_attrs(inode);
-	err = generic_permission(&init_user_ns, inode, mask);
+	err = unionfs_generic_permission(inode, mask);
 	if (err)
 		return err;
 

@@ -133,6 +133,27 @@ void unionfs_drop_write(struct unionfs_btable *bt, int bindex)
 	atomic_dec(&br->writers);
 }
 
+/*
+ * Around a copy-up's data phase, whose chunks take the branch's freeze
+ * protection themselves: only that is dropped; the union's count stays,
+ * so del= still sees the copy in flight.
+ */
+void unionfs_pause_write(struct unionfs_btable *bt, int bindex)
+{
+	mnt_drop_write(unionfs_mnt(bt, bindex));
+}
+
+/* After unionfs_pause_write(); on failure nothing is held any more. */
+int unionfs_resume_write(struct unionfs_btable *bt, int bindex)
+{
+	struct unionfs_branch *br = bt->br[bindex];
+	int err = mnt_want_write(br->path.mnt);
+
+	if (err)
+		atomic_dec(&br->writers);
+	return err;
+}
+
 struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,
 				 struct dentry *base, const char *name,
 				 int len)

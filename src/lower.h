@@ -145,6 +145,8 @@ int unionfs_do_lookup_marker(struct super_block *sb, struct dentry *dir,
 
 int unionfs_want_write(struct unionfs_btable *bt, int bindex);
 void unionfs_drop_write(struct unionfs_btable *bt, int bindex);
+void unionfs_pause_write(struct unionfs_btable *bt, int bindex);
+int unionfs_resume_write(struct unionfs_btable *bt, int bindex);
 struct dentry *unionfs_do_lookup(struct unionfs_btable *bt, int bindex,
 				 struct dentry *base, const char *name,
 				 int len);

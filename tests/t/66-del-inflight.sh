@@ -15,6 +15,9 @@
 #   - a cwd in a directory of the deleted branch: a create there fails and the branch stays
 #     untouched; a cwd and a dirfd in a directory merged with it look names up and list on
 #     the new table (was: the deleted branch's names and data, until an absolute walk);
+#   - a copy-up's data phase (128 MiB) counts: del= of its target is refused until it ends;
+#   - an fd kept across the del=: fchmod copies its object up to the new target (not ESTALE);
+#   - a cwd removed through the union stays an empty directory after a remount;
 #   - 200 rounds of del= raced with a process that creates files and appends to (copies up)
 #     lower files as fast as it can: after each del= returned 0, the deleted branch does
 #     not change any more, and every file whose create succeeded is in the union or was in
@@ -137,6 +140,76 @@ is "through the dirfd: openat fx, listing" "$(tr '\n' ' ' < "$T/dirfd.out")" \
 	"fx: No such file or directory f fa fb "
 clean
 
+# a copy-up's data phase (a chmod of a 128 MiB lower file): del= of its target is refused
+# until the copy is done (the data phase did not count in a first version of the fix: del=
+# 0, and the copy went on into the deleted branch)
+mkdir -p "$X/d" "$B/d"; head -c 128M /dev/zero > "$B/d/big"
+check "mount again" setup "$X" || finish
+cat > "$T/delloop.py" <<'PY'
+import ctypes, errno, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+M, X = sys.argv[1:3]
+busy = 0
+while busy < 6000:
+    if libc.mount(b"none", M.encode(), None, 32, ("del=" + X).encode()) == 0:
+        break
+    if ctypes.get_errno() != errno.EBUSY:
+        print("del: " + os.strerror(ctypes.get_errno())); sys.exit(1)
+    busy += 1
+    time.sleep(0.005)
+snap = sorted((n, os.stat(X + "/d/" + n).st_size) for n in os.listdir(X + "/d"))
+print("busy %d" % (busy > 0)); print(snap)
+PY
+( chmod 600 "$M/d/big" ) 2> "$T/big.err" & p=$!
+sleep 0.1
+out=$(python3 "$T/delloop.py" "$M" "$X")
+wait $p
+diag() { printf '%s\n' "$1" | sed 's/^/# /'; }
+diag "chmod: $(cat "$T/big.err"); del loop: $out"
+is "del= during the copy-up: refused until it was done" "$(head -n 1 <<< "$out")" "busy 1"
+is "the deleted branch did not change after del= returned" \
+	"$(python3 -c 'import os,sys; d=sys.argv[1]; print(sorted((n, os.stat(d+"/"+n).st_size) for n in os.listdir(d)))' "$X/d")" \
+	"$(tail -n 1 <<< "$out")"
+clean
+
+# an fd kept across del= of the branch its object would be copied up to: fchmod copies it
+# up to the target of the new table (was: ESTALE at every try, the fd's name stayed on the
+# old table)
+mkdir -p "$X/d" "$B/d"; echo orig > "$B/d/f"
+check "mount again" setup "$X" || finish
+cat > "$T/fdkeep.py" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+sys.stdout.write("open\n"); sys.stdout.flush()
+sys.stdin.readline()
+try:
+    os.fchmod(fd, 0o600); print("fchmod: 0")
+except OSError as e:
+    print("fchmod: " + e.strerror)
+PY
+coproc FK { exec python3 "$T/fdkeep.py" "$M/d/f"; }
+read -r l <&"${FK[0]}"
+check "del=x with an fd open on d/f (in b, read-only)" mount -i -o "remount,del=$X" none "$M"
+echo go >&"${FK[1]}"
+read -r l <&"${FK[0]}"
+is "fchmod 600 of that fd after the del=" "$l" "fchmod: 0"
+is "copied up to a, the target now: mode 600" "$(stat -c %a "$A/d/f" 2>&1)" 600
+is "nothing in the deleted branch" "$(ls "$X/d")" ""
+clean
+
+# a cwd removed through the union, then a remount: the cwd lists as empty and its stat
+# works, as on a plain fs (a first version of the fix refreshed removed directories: ESTALE)
+mkdir -p "$A/gone"
+check "mount again" setup "$X" || finish
+( cd "$M/gone" && sleep 1 && ls -A && echo "ls $?" && stat -c %F . ) > "$T/gone.out" 2>&1 &
+sleep 0.3
+rmdir "$M/gone"
+mount -i -o "remount,incgen" none "$M"
+wait
+is "in a cwd removed through the union, after incgen: ls, stat ." \
+	"$(tr '\n' ' ' < "$T/gone.out")" "ls 0 directory "
+clean
+
 # the race, many times: a writer process against del=
 cat > "$T/race.py" <<'PY'
 import ctypes, errno, os, random, shutil, signal, sys, time
@@ -226,7 +299,6 @@ for b in bad[:10]:
     print(b)
 PY
 out=$(python3 "$T/race.py" "$T" 200 2>&1)
-diag() { printf '%s\n' "$1" | sed 's/^/# /'; }
 diag "$out"
 is "200 rounds: the deleted branch never changed after del= returned, no create lost" \
 	"$(printf '%s\n' "$out" | sed -n 's/^rounds \([0-9]*\), bad \([0-9]*\),.*/\1 \2/p')" "200 0"
