@@ -762,7 +762,7 @@ int unionfs_getattr(struct user_namespace *mnt_userns, const struct path *path,
 int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 		    struct iattr *attr)
 {
-	struct unionfs_btable *bt = unionfs_dbt_get(dentry);
+	struct unionfs_btable *bt;
 	struct inode *inode = d_inode(dentry);
 	struct iattr lattr = *attr;
 	unsigned int killpriv = attr->ia_valid & ATTR_KILL_PRIV;
@@ -779,7 +779,7 @@ int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 	err = setattr_prepare(&init_user_ns, dentry, attr);
 	attr->ia_valid |= killpriv;
 	if (err)
-		goto out;
+		return err;
 
 	if ((attr->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode))
 		err = unionfs_copyup_for_write(dentry, UNIONFS_CUR_TRUNCATE,
@@ -788,7 +788,9 @@ int unionfs_setattr(struct user_namespace *mnt_userns, struct dentry *dentry,
 		err = unionfs_copyup_for_write(dentry, UNIONFS_CUR_SETATTR,
 					       -1);
 	if (err)
-		goto out;
+		return err;
+	/* after the copy-up: it may have moved @dentry onto a new table */
+	bt = unionfs_dbt_get(dentry);
 
 	/* never pass union-level state down; notify_change BUGs on both */
 	lattr.ia_valid &= ~(ATTR_FILE | ATTR_OPEN);

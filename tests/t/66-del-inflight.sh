@@ -15,7 +15,7 @@
 #   - a cwd in a directory of the deleted branch: a create there fails and the branch stays
 #     untouched; a cwd and a dirfd in a directory merged with it look names up and list on
 #     the new table (was: the deleted branch's names and data, until an absolute walk);
-#   - a copy-up's data phase (128 MiB) counts: del= of its target is refused until it ends;
+#   - a copy-up's data phase (256 MiB) counts: del= of its target is refused until it ends;
 #   - an fd kept across the del=: fchmod copies its object up to the new target (not ESTALE);
 #   - a cwd removed through the union stays an empty directory after a remount;
 #   - 200 rounds of del= raced with a process that creates files and appends to (copies up)
@@ -140,16 +140,26 @@ is "through the dirfd: openat fx, listing" "$(tr '\n' ' ' < "$T/dirfd.out")" \
 	"fx: No such file or directory f fa fb "
 clean
 
-# a copy-up's data phase (a chmod of a 128 MiB lower file): del= of its target is refused
+# a copy-up's data phase (a chmod of a 256 MiB lower file): del= of its target is refused
 # until the copy is done (the data phase did not count in a first version of the fix: del=
 # 0, and the copy went on into the deleted branch)
-mkdir -p "$X/d" "$B/d"; head -c 128M /dev/zero > "$B/d/big"
+mkdir -p "$X/d" "$B/d"; head -c 256M /dev/zero > "$B/d/big"
 check "mount again" setup "$X" || finish
 cat > "$T/delloop.py" <<'PY'
 import ctypes, errno, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 M, X = sys.argv[1:3]
 busy = 0
+def used():
+    st = os.statvfs(X)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+u0 = used()
+sys.stdout.write("ready\n"); sys.stdout.flush()
+sys.stdin.readline()
+t0 = time.time()
+# the copy is in its data phase once x holds some of its data (an O_TMPFILE: no name yet)
+while used() - u0 < (1 << 20) and time.time() - t0 < 20:
+    time.sleep(0.001)
 while busy < 6000:
     if libc.mount(b"none", M.encode(), None, 32, ("del=" + X).encode()) == 0:
         break
@@ -160,9 +170,11 @@ while busy < 6000:
 snap = sorted((n, os.stat(X + "/d/" + n).st_size) for n in os.listdir(X + "/d"))
 print("busy %d" % (busy > 0)); print(snap)
 PY
+coproc DL { exec python3 "$T/delloop.py" "$M" "$X"; }
+read -r l <&"${DL[0]}"
 ( chmod 600 "$M/d/big" ) 2> "$T/big.err" & p=$!
-sleep 0.1
-out=$(python3 "$T/delloop.py" "$M" "$X")
+echo go >&"${DL[1]}"
+out=$(cat <&"${DL[0]}")
 wait $p
 diag() { printf '%s\n' "$1" | sed 's/^/# /'; }
 diag "chmod: $(cat "$T/big.err"); del loop: $out"
