@@ -103,12 +103,24 @@ check "del=x now: 0" mount -i -o "remount,del=$XE" none "$M"
 umount "$M"; rm -rf "${A:?}"/* "${B:?}"/*
 X=$T/x
 
+# a background job in a cwd (or with a dirfd) says "ready" on FIFO $T/rN once it is there,
+# and goes on when "go" comes on $T/gN: the del= falls in between, however slow the kernel
+fifos() { local i; for i; do rm -f "$T/r$i" "$T/g$i"; mkfifo "$T/r$i" "$T/g$i"; done; }
+ready() { timeout 120 bash -c 'read -r _ < "$1"' _ "$T/r$1"; }
+go() { timeout 120 bash -c 'echo > "$1"' _ "$T/g$1"; }
+injob() {	# injob N DIR CMD: cd DIR, ready N, wait for go N, run CMD
+	cd "$2" || { echo > "$T/r$1"; exit 9; }
+	echo > "$T/r$1"; read -r _ < "$T/g$1"; eval "$3"
+}
+
 # a cwd in a directory that only the deleted branch has
 check "mount again" setup "$X" || finish
 mkdir "$X/e"
-( cd "$M/e" && sleep 1 && echo g > g ) 2> "$T/cwd.err" & p=$!
-sleep 0.3
+fifos 1
+( injob 1 "$M/e" 'echo g > g' ) 2> "$T/cwd.err" & p=$!
+ready 1
 check "del=x with a cwd in x's e: 0" mount -i -o "remount,del=$X" none "$M"
+go 1
 wait $p; rc=$?
 isnt() { if [[ $2 != "$3" ]]; then ok "$1"; else not_ok "$1" "got '$2'"; fi; }
 isnt "the create in that cwd failed ($(cat "$T/cwd.err"))" "$rc" 0
@@ -119,20 +131,23 @@ clean
 # the directory is listed, on the new table (was: the deleted branch's names and data)
 mkdir -p "$A/d" "$X/d" "$B/d"; echo A > "$A/d/fa"; echo X > "$X/d/fx"; echo B > "$B/d/fb"
 check "mount again" setup "$X" || finish
-( cd "$M/d" && sleep 1 && ls && cat fx; cat fb ) > "$T/cwd2.out" 2>&1 &
+fifos 2 3
+( injob 2 "$M/d" 'ls && cat fx; cat fb' ) > "$T/cwd2.out" 2>&1 &
 cat > "$T/dirfd.py" <<'PY'
-import os, sys, time
+import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-time.sleep(1)
+open(sys.argv[2] + "/r3", "w").write("\n")
+open(sys.argv[2] + "/g3").readline()
 try:
     os.close(os.open("fx", os.O_RDONLY, dir_fd=fd)); print("fx: opened")
 except OSError as e:
     print("fx:", e.strerror)
 print(" ".join(sorted(os.listdir(fd))))
 PY
-python3 "$T/dirfd.py" "$M/d" > "$T/dirfd.out" 2>&1 &
-sleep 0.4
+python3 "$T/dirfd.py" "$M/d" "$T" > "$T/dirfd.out" 2>&1 &
+ready 2; ready 3
 check "del=x with a cwd and a dirfd in d (merged with x)" mount -i -o "remount,del=$X" none "$M"
+go 2; go 3
 wait
 is "in the cwd: ls, cat fx, cat fb" "$(sed 's/^cat: //' "$T/cwd2.out" | tr '\n' ' ')" \
 	"f fa fb fx: No such file or directory B "
@@ -213,10 +228,12 @@ clean
 # works, as on a plain fs (a first version of the fix refreshed removed directories: ESTALE)
 mkdir -p "$A/gone"
 check "mount again" setup "$X" || finish
-( cd "$M/gone" && sleep 1 && ls -A && echo "ls $?" && stat -c %F . ) > "$T/gone.out" 2>&1 &
-sleep 0.3
+fifos 4
+( injob 4 "$M/gone" 'ls -A && echo "ls $?" && stat -c %F .' ) > "$T/gone.out" 2>&1 &
+ready 4
 rmdir "$M/gone"
 mount -i -o "remount,incgen" none "$M"
+go 4
 wait
 is "in a cwd removed through the union, after incgen: ls, stat ." \
 	"$(tr '\n' ' ' < "$T/gone.out")" "ls 0 directory "
