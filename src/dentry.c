@@ -676,6 +676,7 @@ int unionfs_refresh_stale(struct dentry *dentry)
 	struct unionfs_dentry_info *ud;
 	struct dentry *d, *p;
 	int round, raced = 0, ret, sbgen;
+	bool moved;
 
 	for (round = 0; round < PATH_MAX / 2; round++) {
 		sbgen = unionfs_sb_gen(sb);
@@ -704,20 +705,15 @@ int unionfs_refresh_stale(struct dentry *dentry)
 						    false);
 			unionfs_dinfo_put(ud);
 		}
-		if (ret > 0 && unionfs_dentry_gen(d) != sbgen) {
-			/* kept: no progress, unless a remount came between */
-			if (unionfs_sb_gen(sb) == sbgen || ++raced > 4)
-				ret = 1;
-			else
-				ret = -EAGAIN;
-		} else if (ret > 0) {
-			ret = -EAGAIN;	/* progress: the next level down */
-		}
+		moved = unionfs_dentry_gen(d) == sbgen;
 		dput(d);
 		if (!ret)
 			return -ENOENT;	/* dropped: not in the union now */
-		if (ret != -EAGAIN)
+		if (ret < 0)
 			return ret;
+		/* kept: no progress, unless a remount came between */
+		if (!moved && (unionfs_sb_gen(sb) == sbgen || ++raced > 4))
+			return 1;
 	}
 	return 1;
 }

@@ -107,11 +107,11 @@ check_fail() {	# check_fail DESC ERR CMD... : pass iff CMD fails (and mentions E
 	ok "$desc"
 }
 
-is() {	# is DESC GOT EXPECTED
+is() {	# is DESC GOT EXPECTED [DIAG] : DIAG (what led to GOT) is shown when it fails
 	if [[ "$2" == "$3" ]]; then
 		ok "$1"
 	else
-		not_ok "$1" "got:      '$2'"$'\n'"expected: '$3'"
+		not_ok "$1" "got:      '$2'"$'\n'"expected: '$3'${4:+$'\n'$4}"
 		return 1
 	fi
 }

@@ -191,12 +191,11 @@ read -r l <&"${DL[0]}"
 echo go >&"${DL[1]}"
 out=$(cat <&"${DL[0]}")
 wait $p
-diag() { printf '%s\n' "$1" | sed 's/^/# /'; }
-diag "chmod: $(cat "$T/big.err"); del loop: $out"
-is "del= during the copy-up: refused until it was done" "$(head -n 1 <<< "$out")" "busy 1"
+why="chmod: $(cat "$T/big.err"); del loop: $out"
+is "del= during the copy-up: refused until it was done" "$(head -n 1 <<< "$out")" "busy 1" "$why"
 is "the deleted branch did not change after del= returned" \
 	"$(python3 -c 'import os,sys; d=sys.argv[1]; print(sorted((n, os.stat(d+"/"+n).st_size) for n in os.listdir(d)))' "$X/d")" \
-	"$(tail -n 1 <<< "$out")"
+	"$(tail -n 1 <<< "$out")" "$why"
 clean
 
 # an fd kept across del= of the branch its object would be copied up to: fchmod copies it
@@ -326,10 +325,9 @@ PY
 # UNIONFS_DEL_ROUNDS: fewer rounds where a round is slow (the debug kernel)
 R=${UNIONFS_DEL_ROUNDS:-200}
 out=$(python3 "$T/race.py" "$T" "$R" 2>&1)
-diag "$out"
 is "$R rounds: the deleted branch never changed after del= returned, no create lost" \
-	"$(printf '%s\n' "$out" | sed -n 's/^rounds \([0-9]*\), bad \([0-9]*\),.*/\1 \2/p')" "$R 0"
-is "no create or append failed" "$(printf '%s\n' "$out" | grep -c "errors {}$")" 1
+	"$(printf '%s\n' "$out" | sed -n 's/^rounds \([0-9]*\), bad \([0-9]*\),.*/\1 \2/p')" "$R 0" "$out"
+is "no create or append failed" "$(printf '%s\n' "$out" | grep -c "errors {}$")" 1 "$out"
 echo 0 > "$DELAY"
 is "no oops, warning or KASAN report" "$(dmesg_bad)" ""
 finish
