@@ -228,12 +228,15 @@ pjdfstest: deps modules kernel initramfs
 	@BOOT_TIMEOUT=$${BOOT_TIMEOUT:-14400} qemu-debug/boot -- tests/tools/pjdfstest-run.sh \
 		--fs $(PJD_FS) --jobs $(PJD_JOBS) $(abspath $(PJDFSTEST)) $(PJD_TESTS)
 
-vmlinux: $(BUILD)/vmlinux-$(KVER)
-	@ln -sfn vmlinux-$(KVER) $(BUILD)/vmlinux
-	@echo "vmlinux: $(BUILD)/vmlinux -> vmlinux-$(KVER)"
-$(BUILD)/vmlinux-$(KVER):
+# The file's own name ends in "vmlinux" (build/dbg/KVER/vmlinux; build/vmlinux links to it):
+# the kernel's lx-symbols reloads the objfile whose real path ends so, and finds none otherwise.
+VMLINUX := $(BUILD)/dbg/$(KVER)/vmlinux
+vmlinux: $(VMLINUX)
+	@ln -sfn dbg/$(KVER)/vmlinux $(BUILD)/vmlinux
+	@echo "vmlinux: $(BUILD)/vmlinux -> dbg/$(KVER)/vmlinux"
+$(VMLINUX):
 	@echo "vmlinux: fetching linux-image-$(KVER)-dbg (~850 MB)"
-	@mkdir -p $(BUILD)/dl
+	@mkdir -p $(BUILD)/dl $(dir $@)
 	@cd $(BUILD)/dl && apt-get download -qq linux-image-$(KVER)-dbg 2>&1 | grep -v 'unsandboxed' || true
 	dpkg-deb --fsys-tarfile $(BUILD)/dl/linux-image-$(KVER)-dbg_*.deb | \
 		tar -x -O ./usr/lib/debug/boot/vmlinux-$(KVER) > $@.tmp

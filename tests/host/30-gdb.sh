@@ -6,9 +6,10 @@
 # inode numbers (taken from `stat` on the branches in the guest). Then attaches a second, plain
 # gdb (no lx-* scripts, no `source`): add-symbol-file src/unionfs.ko alone must auto-load
 # src/unionfs.ko-gdb.py and give the same commands (the package's own list/container_of
-# fallbacks), with the same output as the first run. Every module of the package must compile
+# fallbacks), with the same output as the first run. A third gdb loads the module with the
+# kernel's own `lx-symbols src`, which must auto-load the script the same way. Every module of the package must compile
 # under plain python3. Needs build/vmlinux and build/lx (make vmlinux gdb-helpers:
-# fetched/generated once, ~1 min each, then cached in build/). Two gdb loads of vmlinux: ~1 min each.
+# fetched/generated once, ~1 min each, then cached in build/). Three gdb loads of vmlinux (four: lx-symbols reloads it): ~1 min each.
 . "$(dirname "$0")/../lib.sh"
 cd "$(dirname "$0")/../.." || exit 2
 [[ -n ${UNIONFS_SKIP_GDB:-} ]] && skip_all "UNIONFS_SKIP_GDB set"
@@ -82,6 +83,19 @@ timeout 180 gdb -q -nx -batch -iex 'set auto-load safe-path /' -iex 'set paginat
 	-ex 'unionfs-stale' -ex 'detach' > "$W/gdb2.out" 2>&1
 grc2=$?
 tg2=$(($(date +%s) - t2))
+
+# the kernel's own lx-symbols (scripts/gdb): it finds unionfs.ko in the directory given, adds it
+# at the module's section addresses, and gdb auto-loads src/unionfs.ko-gdb.py from that
+t3=$(date +%s)
+timeout 300 gdb -q -nx -batch -iex 'set auto-load safe-path /' -iex 'set pagination off' \
+	-iex 'set confirm off' -ex 'file build/vmlinux' -ex 'source build/lx/vmlinux-gdb.py' \
+	-ex "target remote :$port" -ex 'lx-symbols src' \
+	-ex 'info auto-load python-scripts' \
+	-ex 'python import unionfs_gdb as u; print("unionfs_gdb: registrations %d lx %s" % (u.REGISTRATIONS, u.core.HAVE_LX))' \
+	-ex 'info symbol unionfs_lookup' \
+	-ex 'unionfs-mounts' -ex 'detach' > "$W/gdb3.out" 2>&1
+grc3=$?
+tg3=$(($(date +%s) - t3))
 touch "$W/done"
 wait $bpid; brc=$?
 out=$(<"$W/gdb.out")
@@ -152,5 +166,22 @@ else
 	not_ok "plain gdb: unionfs-mounts/fanout/stale output identical to qemu-debug/gdb's" \
 		"$(diff <(echo "$a") <(echo "$b") | head -n 12)"
 fi
-[[ -n ${UNIONFS_KEEP_GDB_OUT:-} ]] && cp "$W/gdb.out" "$UNIONFS_KEEP_GDB_OUT" && cp "$W/gdb2.out" "$UNIONFS_KEEP_GDB_OUT.plain"
+out3=$(<"$W/gdb3.out")
+is "lx-symbols gdb exits 0 (${tg3}s)" "$grc3" 0
+check "lx-symbols src: found and added src/unionfs.ko" \
+	grep -qE '^loading @0x[0-9a-f]+: .*/?src/unionfs\.ko$' <<< "$out3"
+check "lx-symbols: src/unionfs.ko-gdb.py auto-loaded" \
+	grep -qE '^Yes +.*/src/unionfs\.ko-gdb\.py *$' <<< "$out3"
+check "lx-symbols: commands registered once, lx helpers used" \
+	grep -q '^unionfs_gdb: registrations 1 lx True$' <<< "$out3"
+check "lx-symbols: unionfs_lookup resolves in the module's .text" \
+	grep -q 'unionfs_lookup in section .text' <<< "$out3"
+ml() { grep -E '^union /tmp/g/m .* sbi |^  [0-9]+ +/'; }
+c=$(ml <<< "$out3") m=$(ml <<< "$mounts")
+if [[ -n $c && $c == "$m" ]]; then
+	ok "lx-symbols: unionfs-mounts output as qemu-debug/gdb's ($(wc -l <<< "$c") lines)"
+else
+	not_ok "lx-symbols: unionfs-mounts output as qemu-debug/gdb's" "$(diff <(echo "$m") <(echo "$c") | head -n 12)"
+fi
+[[ -n ${UNIONFS_KEEP_GDB_OUT:-} ]] && cp "$W/gdb.out" "$UNIONFS_KEEP_GDB_OUT" && cp "$W/gdb2.out" "$UNIONFS_KEEP_GDB_OUT.plain" && cp "$W/gdb3.out" "$UNIONFS_KEEP_GDB_OUT.lx"
 finish
