@@ -112,7 +112,7 @@ const char *const unionfs_coherency_names[] = {
 struct unionfs_nmark {
 	struct fsnotify_mark fsn;
 	struct unionfs_sb_info *sbi;
-	int bindex;		/* branch index when the mark was placed */
+	int brid;		/* the watched directory's branch (its id) */
 	int users;		/* union inode vectors holding it (nmutex) */
 };
 
@@ -158,7 +158,7 @@ static bool unionfs_is_actor(struct unionfs_sb_info *sbi)
 
 /* "dir/name" inside the branch filesystem, for the hazard tracepoint */
 static void unionfs_notify_trace(struct unionfs_sb_info *sbi, int kind,
-				 struct unionfs_nmark *m, struct inode *di,
+				 int bindex, struct inode *di,
 				 const struct qstr *name, const char *what)
 {
 	struct dentry *alias = NULL;
@@ -191,9 +191,32 @@ static void unionfs_notify_trace(struct unionfs_sb_info *sbi, int kind,
 			 name ? (const char *)name->name : "");
 		p = buf;
 	}
-	trace_unionfs_hazard(sbi->sb, unionfs_hazard_name(kind), m->bindex, p,
+	trace_unionfs_hazard(sbi->sb, unionfs_hazard_name(kind), bindex, p,
 			     what);
 	kfree(buf);
+}
+
+/*
+ * The branch's index in the current table, or -1 once it left the union.
+ * A mark keeps the branch's id, not an index: indexes change with every
+ * add= or del= above the branch, and one mark serves the union inodes of
+ * every table that has the directory.
+ */
+static int unionfs_nmark_bindex(struct unionfs_sb_info *sbi, int brid)
+{
+	struct unionfs_btable *bt;
+	int b, bindex = -1;
+
+	rcu_read_lock();
+	bt = rcu_dereference(sbi->bt);
+	for (b = 0; b < bt->nbr; b++) {
+		if (bt->br[b]->id == brid) {
+			bindex = b;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return bindex;
 }
 
 static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
@@ -203,11 +226,15 @@ static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
 	struct unionfs_nmark *m = container_of(fsn, struct unionfs_nmark, fsn);
 	struct unionfs_sb_info *sbi = m->sbi;
 	const char *what;
-	int kind;
+	int kind, bindex;
 
 	if (unionfs_is_actor(sbi))
 		return 0;
 	atomic_long_inc(&sbi->nseq);
+	/* a branch del= removed: no longer the union's (its marks go with its dentries) */
+	bindex = unionfs_nmark_bindex(sbi, m->brid);
+	if (bindex < 0)
+		return 0;
 	if (mask & FS_CREATE) {
 		kind = UNIONFS_HZ_CREATED;
 		what = "created in the branch";
@@ -223,8 +250,8 @@ static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
 		what = "branch directory attributes changed";
 	}
 	/* name events: @dir is the watched directory; self events: @inode */
-	unionfs_notify_trace(sbi, kind, m, dir ?: inode, name, what);
-	unionfs_hazard_note(sbi->sb, kind, m->bindex,
+	unionfs_notify_trace(sbi, kind, bindex, dir ?: inode, name, what);
+	unionfs_hazard_note(sbi->sb, kind, bindex,
 			    name ? (const char *)name->name : "",
 			    name ? name->len : 0, what, true);
 	return 0;
@@ -271,7 +298,8 @@ void unionfs_notify_exit(struct super_block *sb)
 }
 
 static struct unionfs_nmark *unionfs_nmark_get(struct unionfs_sb_info *sbi,
-					       struct inode *inode, int bindex)
+					       struct inode *inode, int bindex,
+					       int brid)
 {
 	struct fsnotify_group *g = sbi->ngroup;
 	struct fsnotify_mark *fsn;
@@ -292,7 +320,7 @@ static struct unionfs_nmark *unionfs_nmark_get(struct unionfs_sb_info *sbi,
 	fsnotify_init_mark(&m->fsn, g);
 	m->fsn.mask = UNIONFS_NMASK;
 	m->sbi = sbi;
-	m->bindex = bindex;
+	m->brid = brid;
 	m->users = 1;
 	err = fsnotify_add_inode_mark(&m->fsn, inode, 0);
 	if (err) {
@@ -336,7 +364,8 @@ void unionfs_notify_adopt(struct unionfs_ivec *vec, struct super_block *sb)
 	for (b = vec->bstart; b <= vec->bend && b < vec->nbr; b++) {
 		if (!vec->lower[b] || !S_ISDIR(vec->lower[b]->i_mode))
 			continue;
-		vec->marks[b] = unionfs_nmark_get(sbi, vec->lower[b], b);
+		vec->marks[b] = unionfs_nmark_get(sbi, vec->lower[b], b,
+						  vec->bt->br[b]->id);
 		if (!vec->marks[b]) {
 			vec->watched = false;
 			atomic_long_inc(&sbi->nseq);

@@ -83,6 +83,26 @@ check "$mode: umount" umount "$M"
 direct_changes reval
 direct_changes notify
 
+# coherency=notify after an add= above a branch: a report names the branch's index in the current table. A mark
+# on a branch directory is shared by the union inodes of every table that has the directory,
+# so it keeps the branch (its id), not the index it had when the mark was placed.
+mkdir -p "$T/idx"; branch_fs tmpfs "$T/idx" 3
+M=$T/idx/m; mkdir -p "$M"; B0=$T/idx/b0 B1=$T/idx/b1 B2=$T/idx/b2
+mkdir "$B1/d"
+check "idx: mount (notify)" mount -i -t unionfs -o "dirs=$B0:$B1=ro,coherency=notify" none "$M"
+ls "$M/d" > /dev/null
+check "idx: remount,add=$B1:$B2=ro (b2 before b1: b1 becomes branch 2)" mount -i -o "remount,add=$B1:$B2=ro" "$M"
+ls "$M/d" > /dev/null
+echo > $TR/trace; echo 1 > $TR/events/unionfs/unionfs_hazard/enable; echo 1 > $TR/tracing_on
+dmesg_mark
+touch "$B1/d/direct"
+echo 0 > $TR/events/unionfs/unionfs_hazard/enable
+is "idx: the report names b1 by its current index, 2" \
+	"$(dmesg_since_mark | grep 'modified directly' | grep -o "in branch [-0-9]*")" "in branch 2"
+is "idx: the hazard event carries branch 2" \
+	"$(grep 'unionfs_hazard:.*name [^ ]*/d/direct ' $TR/trace | grep -o ' branch [-0-9]* ' | sort -u)" " branch 2 "
+check "idx: umount" umount "$M"
+
 # coherency=none: no checks at all, by design (static branches); incgen refreshes
 mkdir -p "$T/none"; branch_fs tmpfs "$T/none" 2
 M=$T/none/m; mkdir -p "$M"; B0=$T/none/b0 B1=$T/none/b1
