@@ -738,14 +738,19 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 
 /*
  * Would a copy of @dentry in branch @t, below the range its lookup saw
- * (@bend < @t), be hidden? By an opaque copy or a whiteout of the name in
- * a branch between. Errors count as "hidden".
+ * (@bend < @t), be hidden, or not fit? By an opaque copy or a whiteout of
+ * the name in a branch between, or the name itself in a branch between
+ * or in @t: an object the union does not show there (a file shadowed by
+ * the directory, below the end of its merge) that a copy can neither
+ * replace nor go beside (udiff seed 223652: EEXIST before). Errors count
+ * as "hidden".
  */
 static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 				 int bend, int t)
 {
 	struct unionfs_dentry_info *ud = UNIONFS_D(dentry);
 	struct unionfs_btable *bt = ud->bt;
+	const struct qstr *name = &dentry->d_name;
 	bool hidden = false;
 	char *whname;
 	int k;
@@ -756,12 +761,12 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 	spin_unlock(&ud->lock);
 	if (hidden)
 		return true;
-	whname = unionfs_whname(&dentry->d_name);
+	whname = unionfs_whname(name);
 	if (!whname)
 		return true;
-	for (k = bend + 1; k < t && !hidden; k++) {
+	for (k = bend + 1; k <= t && !hidden; k++) {
 		struct dentry *lp = unionfs_lower_dentry_at(parent, bt, k);
-		struct dentry *wh;
+		struct dentry *ld;
 
 		if (IS_ERR(lp)) {
 			hidden = true;	/* the parent is on another table */
@@ -769,13 +774,18 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 		}
 		if (!lp)
 			continue;
-		wh = unionfs_do_lookup(bt, k, lp, whname, strlen(whname));
-		if (IS_ERR(wh))
+		ld = unionfs_do_lookup(bt, k, lp, name->name, name->len);
+		if (IS_ERR(ld) || (ld && d_really_is_positive(ld)))
 			hidden = true;
-		else if (wh && d_really_is_positive(wh))
-			hidden = true;
-		if (!IS_ERR_OR_NULL(wh))
-			dput(wh);
+		if (!IS_ERR_OR_NULL(ld))
+			dput(ld);
+		if (!hidden && k < t) {
+			ld = unionfs_do_lookup(bt, k, lp, whname, strlen(whname));
+			if (IS_ERR(ld) || (ld && d_really_is_positive(ld)))
+				hidden = true;
+			if (!IS_ERR_OR_NULL(ld))
+				dput(ld);
+		}
 		dput(lp);
 	}
 	kfree(whname);

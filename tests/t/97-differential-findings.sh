@@ -11,6 +11,10 @@
 #     (a branch's count at the path, or for a copied-up group the lower group's count).
 #  5. no false direct-modification report after a copy-up (udiff class hazard-dir_changed),
 #  6. nor after a directory rename or an opaque parent copy-up.
+#  7. a rename (or link) into a directory that must be copied to the source's writable branch,
+#     where a file the directory shadows is in the way, fails with EEXIST: it goes higher.
+#  8. a directory opened for reading is read from every branch copy: a lower copy the caller
+#     may not read gives EACCES (documented), which udiff now counts as allowed.
 # The seeds that found them run in 96 (CLEAN_SEEDS).
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
@@ -143,6 +147,40 @@ both 0 '["rename", "a", "d/n2", 0]'
 both 0 '["symlink", "d/n2/e/d", "a"]'
 same "mkdir d; mv a d/n2 (d copied to b1, opaque): same view"
 is "opaque parent copy-up: no direct modification reported (sysfs hazards)" "$(hz)" 0
+
+# 7. rename/link into b/d (only in b0) from c (only in b3, rw): the rename happens at b3, where
+#    b/d is copied first; b3's file b, shadowed by b0's directory b, is in the way (EEXIST
+#    before). Such a copy "does not fit" like one a whiteout would hide: the name goes to the
+#    branch the directory shows from (seed 223652)
+for op in rename link; do
+	setup 4
+	ent b0 '["link", "b/d/b", 0, 0, 0, "b/e"]'
+	ent b3 '["file", "e/d", 416, 0, 0, 2963, 950745900, 0]'
+	ent b3 '["link", "b", 0, 0, 0, "e/d"]'
+	ent b3 '["file", "c", 384, 1000, 1000, 1617, 13099243, 0]'
+	union "$D/b0=rw:$D/b1=ro:$D/b2=ro:$D/b3=rw"
+	same "initial view"
+	if [[ $op == rename ]]; then both 0 '["rename", "c", "b/d/d", 0]'
+	else both 0 '["link", "c", "b/d/d"]'; fi
+	same "$op c b/d/d: same view"
+	is "$op: b3's shadowed file b is untouched, no b/d made in b3" \
+		"$(stat -c %F "$D/b3/b"):$(test -e "$D/b3/b/d" && echo made)" "regular file:"
+	is "$op: the new name is in b0" "$(test -f "$D/b0/b/d/d" && echo b0)" b0
+done
+
+# 8. fsync/listing of a directory as uid 1000, made 0777 through the union (copied up) while
+#    its lower copy stays 0700 root: EACCES (docs/concepts.md credentials: every contributing
+#    branch is checked); stat shows 0777. udiff counts it as EACCES-lower-dir-copy (seed 222046)
+setup 4
+ent b1 '["dir", "c", 511, 1000, 1000]'
+ent b1 '["dir", "c/e", 448, 0, 0]'
+union "$D/b0=rw:$D/b1=ro:$D/b2=ro:$D/b3=ro"
+both 0 '["chmod", "c/e", 511]'
+is "the union shows c/e as 777" "$(stat -c %a "$D/u/c/e")" 777
+is "as uid 1000: fsync c/e gives EACCES (b1's copy is 0700 root)" \
+	"$(ud op 1000 "$D/u" '["fsync", "c/e"]')" "$D/u: [\"EACCES\"]"
+check "udiff seed 222046 (300 ops): the difference is counted as allowed" \
+	python3 "$PWD/tests/tools/udiff.py" --seed 222046 --ops 300 --out "$T/s222046"
 
 is "dmesg clean" "$(dmesg_bad)" ""
 finish

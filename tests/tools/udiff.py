@@ -799,9 +799,22 @@ def denies(st, uid, bit):
     return not m & bit
 
 
+def opens_for_read(op):
+    """op opens its path for reading (a directory so opened is read from every branch copy)"""
+    return op[0] in ("fsync", "listdir", "read") or \
+        (op[0] == "open" and op[2] & os.O_ACCMODE == os.O_RDONLY)
+
+
 def lower_dir_denies(env, op, uid, roots=None, write=True):
     """some branch copy of an ancestor directory of op's paths denies uid search, or (write)
-    the parent of the name denies write"""
+    the parent of the name denies write, or a branch copy of a directory that op opens for
+    reading denies read (udiff seed 222046: fsync of a directory made 0777 through the union,
+    whose lower copy is 0700)"""
+    if opens_for_read(op):
+        for b in roots or env.br:
+            d = os.path.join(b, op[1])
+            if os.path.isdir(d) and not os.path.islink(d) and denies(os.lstat(d), uid, 4):
+                return True
     paths = [op[1]] + ([op[2]] if op[0] in ("link", "rename") else [])
     for p in paths:
         comps = p.split("/")
