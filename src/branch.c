@@ -48,7 +48,7 @@ void unionfs_branch_put(struct unionfs_branch *br)
 		path_put(&br->path);
 	}
 	kfree(br->name);
-	kfree(br);
+	kfree_rcu(br, rcu);
 }
 
 /*

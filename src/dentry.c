@@ -28,6 +28,7 @@ struct unionfs_dentry_info *unionfs_alloc_dinfo(struct unionfs_btable *bt)
 	ud->bend = -1;
 	ud->bopaque = -1;
 	ud->bwh = -1;
+	ud->bredir = -1;
 	ud->nbr = bt->nbr;
 	ud->generation = bt->gen;
 	refcount_inc(&bt->ref);
@@ -346,6 +347,7 @@ unionfs_dinfo_install(struct dentry *dentry, struct unionfs_dentry_info *ud,
 		ud->bend = fresh->bend;
 		ud->bopaque = fresh->bopaque;
 		ud->bwh = fresh->bwh;
+		WRITE_ONCE(ud->bredir, fresh->bredir);
 		WRITE_ONCE(ud->psnap, fresh->psnap);
 		WRITE_ONCE(ud->nseq, fresh->nseq);
 		spin_unlock(&ud->lock);
@@ -738,6 +740,7 @@ void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src)
 	fresh->bend = src->bend;
 	fresh->bopaque = src->bopaque;
 	fresh->bwh = src->bwh;
+	fresh->bredir = src->bredir;
 	fresh->psnap = src->psnap;
 	fresh->nseq = src->nseq;
 	for (b = max(src->bstart, 0); b <= src->bend; b++)
@@ -755,8 +758,11 @@ void unionfs_dinfo_adopt(struct dentry *alias, struct unionfs_dentry_info *src)
 
 /*
  * Was a lower directory of @ud removed in its branch? A redirected
- * directory's lower copies are not in its parent's lower directories, so
- * their removal changes none of those (unionfs_dir_snap()). Lower dentries
+ * directory's lower copies (from @ud->bredir on) are not in its parent's
+ * lower directories, so their removal changes none of those
+ * (unionfs_dir_snap()). The others are covered by the parent's
+ * fingerprint: not walked (O(branches) per directory of every warm walk:
+ * a fifth of a warm stat's time at 128 branches, perf). Lower dentries
  * are freed after a grace period, as in RCU walk.
  */
 static bool unionfs_lower_dir_dead(struct unionfs_dentry_info *ud)
@@ -764,8 +770,11 @@ static bool unionfs_lower_dir_dead(struct unionfs_dentry_info *ud)
 	int b, start, end;
 	bool dead = false;
 
+	start = READ_ONCE(ud->bredir);
+	if (start < 0)
+		return false;	/* every copy is covered by the parent's snap */
 	rcu_read_lock();
-	start = max(READ_ONCE(ud->bstart), 0);
+	start = max(start, READ_ONCE(ud->bstart));
 	end = min(READ_ONCE(ud->bend), ud->nbr - 1);
 	for (b = start; b <= end && !dead; b++) {
 		struct dentry *ld = READ_ONCE(ud->lower[b]);

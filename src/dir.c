@@ -204,6 +204,7 @@ static int unionfs_create_object(struct inode *dir, struct dentry *dentry,
 	ud->bend = t;
 	ud->bopaque = opaque ? t : -1;
 	ud->bwh = -1;
+	ud->bredir = -1;
 	spin_unlock(&ud->lock);
 	inode = unionfs_iget(sb, ud, false);
 	if (IS_ERR(inode)) {

@@ -357,6 +357,8 @@ static int unionfs_redirect_follow(struct super_block *sb,
 		found++;
 		ud->lower[c] = cur;
 		ud->bend = c;
+		if (ud->bredir < 0)
+			ud->bredir = c;
 		if (c < bt->nbr - 1) {
 			int op = unionfs_is_opaque_dir(sb, cur);
 			char *rd;

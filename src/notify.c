@@ -232,7 +232,7 @@ static int unionfs_notify_event(struct fsnotify_mark *fsn, u32 mask,
 		return 0;
 	atomic_long_inc(&sbi->nseq);
 	/* a branch del= removed: no longer the union's (its marks go with its dentries) */
-	bindex = unionfs_nmark_bindex(sbi, m->brid);
+	bindex = unionfs_nmark_bindex(sbi, READ_ONCE(m->brid));
 	if (bindex < 0)
 		return 0;
 	if (mask & FS_CREATE) {
@@ -310,6 +310,14 @@ static struct unionfs_nmark *unionfs_nmark_get(struct unionfs_sb_info *sbi,
 	fsn = fsnotify_find_mark(&inode->i_fsnotify_marks, g);
 	if (fsn) {
 		m = container_of(fsn, struct unionfs_nmark, fsn);
+		/*
+		 * Placed for a table in which the directory's branch had
+		 * another id (del= then add= of the same directory, the
+		 * inode kept): branches never overlap, so an id no longer
+		 * in the table is the stale one.
+		 */
+		if (unionfs_nmark_bindex(sbi, READ_ONCE(m->brid)) < 0)
+			WRITE_ONCE(m->brid, brid);
 		m->users++;
 		fsnotify_put_mark(fsn);	/* find's reference */
 		return m;

@@ -48,6 +48,7 @@ static void unionfs_dentry_narrow(struct dentry *dentry, int t,
 	ud->bend = t;
 	ud->bopaque = opaque ? t : -1;
 	ud->bwh = -1;
+	ud->bredir = -1;
 	spin_unlock(&ud->lock);
 	for (b = 0; b < n; b++)
 		dput(old[b]);
@@ -458,6 +459,8 @@ out_revert_opaque:
 
 		spin_lock(&oud->lock);
 		oud->bwh = -1;
+		/* the copies below @t stay under the old parent */
+		WRITE_ONCE(oud->bredir, t + 1);
 		spin_unlock(&oud->lock);
 		unionfs_inode_set_vec(d_inode(old_dentry), oud);
 		unionfs_dir_changed(old_dir);

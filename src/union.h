@@ -165,6 +165,9 @@ struct unionfs_branch {
 	int state;		/* UNIONFS_BRS_*: against del= (branch.c) */
 	bool private_mnt;	/* path.mnt is our clone (unionfs_branch_hold) */
 	bool ever_rw;		/* is or was read-write in this mount: synced */
+	struct rcu_head rcu;	/* freed after a grace period: RCU readers of
+				 * a table (notify.c) read its branches' ids
+				 */
 };
 
 /*
@@ -270,6 +273,10 @@ struct unionfs_dentry_info {
 	int bend;		/* last branch contributing */
 	int bopaque;		/* branch whose dir is opaque, -1 if none */
 	int bwh;		/* branch whose whiteout hid the name, or -1 */
+	int bredir;		/* a directory's first branch whose copy is not
+				 * in the parent's lower directory there (a
+				 * redirect, a renamed directory), or -1
+				 */
 	u64 ixseq;		/* sbi->ixseq before the lookup (unionfs_iget) */
 	int generation;
 	u64 psnap;		/* parent's lower dirs' ctimes at lookup */

@@ -101,6 +101,20 @@ is "idx: the report names b1 by its current index, 2" \
 	"$(dmesg_since_mark | grep 'modified directly' | grep -o "in branch [-0-9]*")" "in branch 2"
 is "idx: the hazard event carries branch 2" \
 	"$(grep 'unionfs_hazard:.*name [^ ]*/d/direct ' $TR/trace | grep -o ' branch [-0-9]* ' | sort -u)" " branch 2 "
+# del= and add= of the same directory in one remount, while a process keeps d (its cwd): the
+# directory's inode keeps its vector, so the new vector finds the old mark, placed for b1's
+# old id; it must take b1's new id (else every later change there went unreported)
+(cd "$M/d" && exec sleep 60) &
+cwdjob=$!
+sleep 0.5
+check "idx: remount,del=$B1,add=:$B1=ro (b1 under a new id)" mount -i -o "remount,del=$B1,add=:$B1=ro" "$M"
+ls "$M/d" > /dev/null
+echo > $TR/trace; echo 1 > $TR/events/unionfs/unionfs_hazard/enable
+touch "$B1/d/again"
+echo 0 > $TR/events/unionfs/unionfs_hazard/enable
+kill $cwdjob 2>/dev/null; wait $cwdjob 2>/dev/null
+is "idx: after del= and add= of b1 a change in it is still traced, as branch 2" \
+	"$(grep 'unionfs_hazard:.*name [^ ]*/d/again ' $TR/trace | grep -o ' branch [-0-9]* ' | sort -u)" " branch 2 "
 check "idx: umount" umount "$M"
 
 # coherency=none: no checks at all, by design (static branches); incgen refreshes

@@ -152,20 +152,25 @@ is "opaque parent copy-up: no direct modification reported (sysfs hazards)" "$(h
 #    b/d is copied first; b3's file b, shadowed by b0's directory b, is in the way (EEXIST
 #    before). Such a copy "does not fit" like one a whiteout would hide: the name goes to the
 #    branch the directory shows from (seed 223652)
-for op in rename link; do
-	setup 4
-	ent b0 '["link", "b/d/b", 0, 0, 0, "b/e"]'
-	ent b3 '["file", "e/d", 416, 0, 0, 2963, 950745900, 0]'
-	ent b3 '["link", "b", 0, 0, 0, "e/d"]'
-	ent b3 '["file", "c", 384, 1000, 1000, 1617, 13099243, 0]'
-	union "$D/b0=rw:$D/b1=ro:$D/b2=ro:$D/b3=rw"
-	same "initial view"
-	if [[ $op == rename ]]; then both 0 '["rename", "c", "b/d/d", 0]'
-	else both 0 '["link", "c", "b/d/d"]'; fi
-	same "$op c b/d/d: same view"
-	is "$op: b3's shadowed file b is untouched, no b/d made in b3" \
-		"$(stat -c %F "$D/b3/b"):$(test -e "$D/b3/b/d" && echo made)" "regular file:"
-	is "$op: the new name is in b0" "$(test -f "$D/b0/b/d/d" && echo b0)" b0
+#    The same with the shadowed file in b2, between: the old module "succeeded" by making b/d
+#    in b3, below the file that ends the directory's merge, so the name was gone once the
+#    union's cache was dropped
+for where in b3 b2; do
+	for op in rename link; do
+		setup 4
+		ent b0 '["link", "b/d/b", 0, 0, 0, "b/e"]'
+		ent b3 '["file", "e/d", 416, 0, 0, 2963, 950745900, 0]'
+		ent "$where" '["file", "b", 416, 0, 0, 2963, 950745900, 0]'
+		ent b3 '["file", "c", 384, 1000, 1000, 1617, 13099243, 0]'
+		union "$D/b0=rw:$D/b1=ro:$D/b2=ro:$D/b3=rw"
+		same "initial view"
+		if [[ $op == rename ]]; then both 0 '["rename", "c", "b/d/d", 0]'
+		else both 0 '["link", "c", "b/d/d"]'; fi
+		echo 2 > /proc/sys/vm/drop_caches
+		same "$op c b/d/d (shadowed file b in $where): same view after a cache drop"
+		is "$op ($where): no b/d made below b0" "$(ls -d "$D"/b[123]/b/d 2>/dev/null)" ""
+		is "$op ($where): the new name is in b0" "$(test -f "$D/b0/b/d/d" && echo b0)" b0
+	done
 done
 
 # 8. fsync/listing of a directory as uid 1000, made 0777 through the union (copied up) while

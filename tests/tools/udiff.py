@@ -807,10 +807,11 @@ def opens_for_read(op):
 
 def lower_dir_denies(env, op, uid, roots=None, write=True):
     """some branch copy of an ancestor directory of op's paths denies uid search, or (write)
-    the parent of the name denies write, or a branch copy of a directory that op opens for
-    reading denies read (udiff seed 222046: fsync of a directory made 0777 through the union,
+    the parent of the name denies write, or a branch copy of a directory (a directory in the
+    merged view) that op opens for reading denies read (udiff seed 222046: fsync of a directory made 0777 through the union,
     whose lower copy is 0700)"""
-    if opens_for_read(op):
+    ref = os.path.join(env.ref, op[1])
+    if opens_for_read(op) and os.path.isdir(ref) and not os.path.islink(ref):
         for b in roots or env.br:
             d = os.path.join(b, op[1])
             if os.path.isdir(d) and not os.path.islink(d) and denies(os.lstat(d), uid, 4):
