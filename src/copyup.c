@@ -745,6 +745,18 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
  * replace nor go beside (udiff seed 223652: EEXIST before). Errors count
  * as "hidden".
  */
+/* Is @name in branch directory @lp of branch @k? Errors count as "yes". */
+static bool unionfs_name_in(struct unionfs_btable *bt, int k,
+			    struct dentry *lp, const char *name, int len)
+{
+	struct dentry *ld = unionfs_do_lookup(bt, k, lp, name, len);
+	bool in = IS_ERR(ld) || (ld && d_really_is_positive(ld));
+
+	if (!IS_ERR_OR_NULL(ld))
+		dput(ld);
+	return in;
+}
+
 static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 				 int bend, int t)
 {
@@ -766,7 +778,6 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 		return true;
 	for (k = bend + 1; k <= t && !hidden; k++) {
 		struct dentry *lp = unionfs_lower_dentry_at(parent, bt, k);
-		struct dentry *ld;
 
 		if (IS_ERR(lp)) {
 			hidden = true;	/* the parent is on another table */
@@ -774,18 +785,10 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 		}
 		if (!lp)
 			continue;
-		ld = unionfs_do_lookup(bt, k, lp, name->name, name->len);
-		if (IS_ERR(ld) || (ld && d_really_is_positive(ld)))
-			hidden = true;
-		if (!IS_ERR_OR_NULL(ld))
-			dput(ld);
-		if (!hidden && k < t) {
-			ld = unionfs_do_lookup(bt, k, lp, whname, strlen(whname));
-			if (IS_ERR(ld) || (ld && d_really_is_positive(ld)))
-				hidden = true;
-			if (!IS_ERR_OR_NULL(ld))
-				dput(ld);
-		}
+		/* the name itself (here or in @t), or its whiteout between */
+		hidden = unionfs_name_in(bt, k, lp, name->name, name->len) ||
+			 (k < t && unionfs_name_in(bt, k, lp, whname,
+						   strlen(whname)));
 		dput(lp);
 	}
 	kfree(whname);

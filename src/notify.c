@@ -314,9 +314,12 @@ static struct unionfs_nmark *unionfs_nmark_get(struct unionfs_sb_info *sbi,
 		 * Placed for a table in which the directory's branch had
 		 * another id (del= then add= of the same directory, the
 		 * inode kept): branches never overlap, so an id no longer
-		 * in the table is the stale one.
+		 * in the table is the stale one. Only looked for when the
+		 * ids differ (one scan of the table, not one per branch of
+		 * every directory inode).
 		 */
-		if (unionfs_nmark_bindex(sbi, READ_ONCE(m->brid)) < 0)
+		if (READ_ONCE(m->brid) != brid &&
+		    unionfs_nmark_bindex(sbi, READ_ONCE(m->brid)) < 0)
 			WRITE_ONCE(m->brid, brid);
 		m->users++;
 		fsnotify_put_mark(fsn);	/* find's reference */

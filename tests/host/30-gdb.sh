@@ -157,15 +157,18 @@ check "plain gdb: add-symbol-file auto-loaded src/unionfs.ko-gdb.py" \
 	grep -qE '^Yes +.*/src/unionfs\.ko-gdb\.py *$' <<< "$out2"
 check "plain gdb: commands registered once, without lx helpers (own fallbacks)" \
 	grep -q '^unionfs_gdb: registrations 1 lx False$' <<< "$out2"
+# identical DESC A B: A (qemu-debug/gdb's lines) is not empty and B is the same
+identical() {
+	if [[ -n $2 && $2 == "$3" ]]; then
+		ok "$1 ($(wc -l <<< "$2") lines)"
+	else
+		not_ok "$1" "$(diff <(echo "$2") <(echo "$3") | head -n 12)"
+	fi
+}
 # the same mounts/fan-out/stale lines with either implementation
 same() { sed -n '/^union .*  sbi /,/^  [0-9]* cached dentries/p'; }
-a=$(same <<< "$out") b=$(same <<< "$out2")
-if [[ -n $a && $a == "$b" ]]; then
-	ok "plain gdb: unionfs-mounts/fanout/stale output identical to qemu-debug/gdb's ($(wc -l <<< "$a") lines)"
-else
-	not_ok "plain gdb: unionfs-mounts/fanout/stale output identical to qemu-debug/gdb's" \
-		"$(diff <(echo "$a") <(echo "$b") | head -n 12)"
-fi
+identical "plain gdb: unionfs-mounts/fanout/stale output identical to qemu-debug/gdb's" \
+	"$(same <<< "$out")" "$(same <<< "$out2")"
 out3=$(<"$W/gdb3.out")
 is "lx-symbols gdb exits 0 (${tg3}s)" "$grc3" 0
 check "lx-symbols src: found and added src/unionfs.ko" \
@@ -177,11 +180,6 @@ check "lx-symbols: commands registered once, lx helpers used" \
 check "lx-symbols: unionfs_lookup resolves in the module's .text" \
 	grep -q 'unionfs_lookup in section .text' <<< "$out3"
 ml() { grep -E '^union /tmp/g/m .* sbi |^  [0-9]+ +/'; }
-c=$(ml <<< "$out3") m=$(ml <<< "$mounts")
-if [[ -n $c && $c == "$m" ]]; then
-	ok "lx-symbols: unionfs-mounts output as qemu-debug/gdb's ($(wc -l <<< "$c") lines)"
-else
-	not_ok "lx-symbols: unionfs-mounts output as qemu-debug/gdb's" "$(diff <(echo "$m") <(echo "$c") | head -n 12)"
-fi
+identical "lx-symbols: unionfs-mounts output as qemu-debug/gdb's" "$(ml <<< "$mounts")" "$(ml <<< "$out3")"
 [[ -n ${UNIONFS_KEEP_GDB_OUT:-} ]] && cp "$W/gdb.out" "$UNIONFS_KEEP_GDB_OUT" && cp "$W/gdb2.out" "$UNIONFS_KEEP_GDB_OUT.plain" && cp "$W/gdb3.out" "$UNIONFS_KEEP_GDB_OUT.lx"
 finish

@@ -106,7 +106,8 @@ is "idx: the hazard event carries branch 2" \
 # old id; it must take b1's new id (else every later change there went unreported)
 (cd "$M/d" && exec sleep 60) &
 cwdjob=$!
-sleep 0.5
+for ((i = 0; i < 200; i++)); do [[ $(readlink /proc/$cwdjob/cwd) == "$M/d" ]] && break; sleep 0.05; done
+is "idx: a process has its cwd in d" "$(readlink /proc/$cwdjob/cwd)" "$M/d"
 check "idx: remount,del=$B1,add=:$B1=ro (b1 under a new id)" mount -i -o "remount,del=$B1,add=:$B1=ro" "$M"
 ls "$M/d" > /dev/null
 echo > $TR/trace; echo 1 > $TR/events/unionfs/unionfs_hazard/enable
