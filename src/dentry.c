@@ -897,7 +897,7 @@ static int unionfs_reval_need(struct dentry *dentry,
 		if (!unionfs_reval_top_file(dentry, ud, parent))
 			return unionfs_reval_why(why, UNIONFS_RVW_SNAP_RACY);
 	} else {
-		snap = unionfs_dir_snap(pinode);
+		snap = unionfs_dir_snap_walk(pinode);
 		if (snap != psnap)
 			return unionfs_reval_why(why,
 				snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?

@@ -346,6 +346,89 @@ u64 unionfs_dir_snap(struct inode *dir)
 }
 
 /*
+ * The walk memo. In a path walk every component is looked up right after
+ * MAY_EXEC was checked on its directory (link_path_walk: may_lookup, then
+ * the lookup; lookup_one_len does the same): unionfs_permission() computes
+ * the directory's fingerprint (the permission cache, coherency=reval) and
+ * revalidation of the child needs the same number a moment later. Two walks
+ * of an O(branches) vector per component were a quarter of a warm stat at
+ * 128 branches (perf, docs/performance.md). The number is kept per CPU and
+ * used only while it is certainly this walk's:
+ *  - same task, same nameidata (the walk in progress: a lookup outside a
+ *    walk, nameidata NULL, computes its own);
+ *  - same context-switch count: the task ran without a switch, so without
+ *    moving to another CPU, since it was stored;
+ *  - every unionfs_permission() forgets this CPU's memo first, so the last
+ *    check in this run decides: a later walk's check of the directory (the
+ *    same nameidata address is likely) always replaces an earlier walk's.
+ * A direct change of a branch between the check and the lookup of one walk
+ * is concurrent with it either way; one before the walk is seen.
+ */
+struct unionfs_walk_memo {
+	const struct unionfs_ivec *vec;
+	const struct task_struct *task;
+	const void *nd;
+	unsigned long nsw;
+	u64 snap;
+};
+
+static DEFINE_PER_CPU(struct unionfs_walk_memo, unionfs_walk_memo);
+
+static inline unsigned long unionfs_nsw(void)
+{
+	return current->nvcsw + current->nivcsw;
+}
+
+/* Forget this CPU's memo (unionfs_permission, on entry). */
+static void unionfs_walk_memo_forget(void)
+{
+	this_cpu_write(unionfs_walk_memo.vec, NULL);
+}
+
+/* Keep @snap, just computed for @vec by a permission check (RCU held). */
+static void unionfs_walk_memo_keep(const struct unionfs_ivec *vec, u64 snap)
+{
+	struct unionfs_walk_memo *m;
+
+	if (!current->nameidata)
+		return;
+	m = get_cpu_ptr(&unionfs_walk_memo);
+	m->vec = vec;
+	m->task = current;
+	m->nd = current->nameidata;
+	m->nsw = unionfs_nsw();
+	m->snap = snap;
+	put_cpu_ptr(&unionfs_walk_memo);
+}
+
+/*
+ * unionfs_dir_snap() for revalidation of a child of @dir in a path walk:
+ * the number this walk's permission check on @dir computed, if it did.
+ */
+u64 unionfs_dir_snap_walk(struct inode *dir)
+{
+	const struct unionfs_walk_memo *m;
+	struct unionfs_ivec *vec;
+	bool hit = false;
+	u64 snap = 0;
+
+	rcu_read_lock();
+	vec = rcu_dereference(UNIONFS_I(dir)->vec);
+	if (current->nameidata) {
+		m = get_cpu_ptr(&unionfs_walk_memo);
+		hit = vec && m->vec == vec && m->task == current &&
+		      m->nd == current->nameidata && m->nsw == unionfs_nsw();
+		if (hit)
+			snap = m->snap;
+		put_cpu_ptr(&unionfs_walk_memo);
+	}
+	if (!hit)
+		snap = unionfs_vec_snap(vec, NULL);
+	rcu_read_unlock();
+	return snap;
+}
+
+/*
  * The fingerprint a cache keeps to stand for "@dir unchanged since" (a
  * merged listing, a looked-up name: readdir.c, lookup.c, dentry.c). Taken
  * while a lower directory's ctime is recent (unionfs_ctime_recent), a
@@ -468,8 +551,11 @@ static int unionfs_perm_state(struct inode *inode, struct unionfs_ivec *vec,
 		if (coh == UNIONFS_COH_NOTIFY && vec->watched &&
 		    READ_ONCE(vec->perm_nseq) == nseq)
 			return state;
-		if (READ_ONCE(vec->perm_snap) == unionfs_vec_snap(vec, NULL)) {
-			WRITE_ONCE(vec->perm_nseq, nseq);
+		snap = unionfs_vec_snap(vec, NULL);
+		unionfs_walk_memo_keep(vec, snap);
+		if (READ_ONCE(vec->perm_snap) == snap) {
+			if (READ_ONCE(vec->perm_nseq) != nseq)
+				WRITE_ONCE(vec->perm_nseq, nseq);
 			return state;
 		}
 	}
@@ -496,6 +582,7 @@ static int unionfs_perm_state(struct inode *inode, struct unionfs_ivec *vec,
 	if (*need_acl)
 		return UNIONFS_PERM_UNKNOWN;
 	snap = unionfs_vec_snap(vec, NULL);
+	unionfs_walk_memo_keep(vec, snap);
 	WRITE_ONCE(vec->perm_gen, gen);
 	WRITE_ONCE(vec->perm_nseq, nseq);
 	WRITE_ONCE(vec->perm_snap, snap);
@@ -683,6 +770,7 @@ int unionfs_permission(struct user_namespace *mnt_userns, struct inode *inode,
 	struct inode *lower;
 	int b, bstart, bend, err;
 
+	unionfs_walk_memo_forget();
 	err = unionfs_generic_permission(inode, mask);
 	if (err)
 		return err;

@@ -10,7 +10,8 @@
 # found a name just before the rename worker replaced it revalidated the unhashed victim
 # after: "replaced", seen with one vCPU under load; the diagnostics name it); one direct
 # change made afterwards is still detected. Two direct changes within one clock tick are
-# both seen, by a cached listing and by a cached missing name.
+# both seen, by a cached listing and by a cached missing name. One process's consecutive
+# walks each see a direct change made between them (the walk memo, 3 branches).
 # timeout: 300
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
@@ -285,4 +286,73 @@ PY
 }
 same_tick reval
 same_tick notify
+
+# ---- the walk memo: one process, walk after walk, each sees what changed before it ----------
+# A directory in all three branches (one permission-cache entry for all): its fingerprint is
+# computed once per walk, by the permission check, and reused by the lookup of the next
+# component (inode.c, unionfs_dir_snap_walk). Consecutive walks of one process (the same
+# stack, very likely the same nameidata address) must each see a direct change made between
+# them: a new name, a name shadowed above, a whiteout, a mode change that closes the
+# directory in one branch (the permission cache). The walks start in p (its cwd): nothing
+# else is checked between two of p's checks (with an absolute path the root's check would
+# come between).
+walk_memo() {	# walk_memo MODE
+	local mode=$1 d=$T/memo-$1 M out
+	mkdir -p "$d"; branch_fs tmpfs "$d" 3
+	M=$d/m; mkdir -p "$M" "$d/b0/p" "$d/b1/p" "$d/b2/p"
+	check "$mode: memo: mount (p in 3 branches)" \
+		mount -i -t unionfs -o "dirs=$d/b0:$d/b1=ro:$d/b2=ro,coherency=$mode" none "$M" || return
+	out=$(timeout -s KILL $(t_limit 150) python3 - "$M" "$d/b0" "$d/b1" "$d/b2" <<'PY'
+import os, sys, time
+m, b0, b1, b2 = sys.argv[1:]
+new = shadow = wh = perm = 0
+os.chdir(f"{m}/p")                          # walks from p: its check, then the name
+for i in range(300):
+    time.sleep(0.01)                        # out of the tick: the fingerprints are trusted
+    try:
+        os.stat(f"n{i}")                    # a missing name, cached
+    except FileNotFoundError:
+        pass
+    with open(f"{b2}/p/n{i}", "w") as f:    # made in the lowest branch
+        f.write("2")
+    new += not os.path.exists(f"n{i}")
+    time.sleep(0.01)
+    with open(f"n{i}") as f:                # found in b2, cached
+        f.read()
+    with open(f"{b1}/p/n{i}", "w") as f:    # shadowed from the middle branch
+        f.write("1")
+    with open(f"n{i}") as f:
+        shadow += f.read() != "1"
+    time.sleep(0.01)
+    os.stat(f"n{i}")
+    os.mknod(f"{b0}/p/.wh.n{i}")            # whited out above
+    wh += os.path.exists(f"n{i}")
+    if i % 30 == 0:
+        time.sleep(0.01)
+        os.seteuid(1000)
+        os.path.exists("x")                 # uid 1000 walks through p: allowed, cached
+        os.seteuid(0)
+        os.chmod(f"{b2}/p", 0o700)          # closed in b2 (root's): EACCES for uid 1000
+        os.seteuid(1000)
+        try:
+            os.stat("x")
+            perm += 1
+        except PermissionError:
+            pass
+        except FileNotFoundError:
+            perm += 1
+        os.seteuid(0)
+        os.chmod(f"{b2}/p", 0o755)
+print(new, shadow, wh, perm)
+PY
+)
+	set -- $out
+	is "$mode: memo: a name made in the lowest branch between two walks shows (300)" "${1-$out}" 0
+	is "$mode: memo: a name shadowed from the middle branch between two walks shows (300)" "${2-$out}" 0
+	is "$mode: memo: a whiteout made between two walks hides the name (300)" "${3-$out}" 0
+	is "$mode: memo: a branch directory closed between two walks denies at once (10)" "${4-$out}" 0
+	check "$mode: memo: umount" umount "$M"
+}
+walk_memo reval
+walk_memo notify
 finish
