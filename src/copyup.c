@@ -743,7 +743,9 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
  * or in @t: an object the union does not show there (a file shadowed by
  * the directory, below the end of its merge) that a copy can neither
  * replace nor go beside (udiff seed 223652: EEXIST before). Errors count
- * as "hidden".
+ * as "hidden": the caller then makes the name in the branch the directory
+ * shows from, which is right whatever the failed lookup would have said
+ * (a failed lookup costs a copy-up that was not needed, never a name).
  */
 /* Is @name in branch directory @lp of branch @k? Errors count as "yes". */
 static bool unionfs_name_in(struct unionfs_btable *bt, int k,

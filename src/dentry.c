@@ -845,8 +845,8 @@ static inline int unionfs_reval_why(enum unionfs_rv_why *why,
  */
 static int unionfs_reval_need(struct dentry *dentry,
 			      struct unionfs_dentry_info *ud,
-			      unsigned int flags, long *nseq, bool *report,
-			      enum unionfs_rv_why *why)
+			      unsigned int flags, bool vfs, long *nseq,
+			      bool *report, enum unionfs_rv_why *why)
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
@@ -897,7 +897,7 @@ static int unionfs_reval_need(struct dentry *dentry,
 		if (!unionfs_reval_top_file(dentry, ud, parent))
 			return unionfs_reval_why(why, UNIONFS_RVW_SNAP_RACY);
 	} else {
-		snap = unionfs_dir_snap_walk(pinode);
+		snap = unionfs_dir_snap_walk(pinode, vfs);
 		if (snap != psnap)
 			return unionfs_reval_why(why,
 				snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
@@ -963,6 +963,7 @@ static void unionfs_refresh_parent(struct dentry *dentry)
 
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
+	bool vfs = unionfs_walk_caller_vfs(_RET_IP_);
 	struct unionfs_dentry_info *ud;
 	enum unionfs_rv_why why;
 	bool report;
@@ -981,14 +982,15 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		ud = READ_ONCE(dentry->d_fsdata);
 		if (!ud)
 			return 0;
-		ret = unionfs_reval_need(dentry, ud, flags, &nseq, &report,
-					 &why);
+		ret = unionfs_reval_need(dentry, ud, flags, vfs, &nseq,
+					 &report, &why);
 		return ret ? -ECHILD : 1;
 	}
 	ud = unionfs_dinfo_get(dentry);
 	if (!ud)
 		return 0;
-	ret = unionfs_reval_need(dentry, ud, flags, &nseq, &report, &why);
+	ret = unionfs_reval_need(dentry, ud, flags, vfs, &nseq, &report,
+				 &why);
 	if (ret < 0) {
 		/* ret: the error */
 	} else if (ret) {

@@ -9,6 +9,7 @@
 #include "lower.h"
 
 #include <linux/fs_stack.h>
+#include <linux/mm.h>
 #include <linux/file.h>
 #include <linux/fileattr.h>
 #include <linux/posix_acl.h>
@@ -360,7 +361,16 @@ u64 unionfs_dir_snap(struct inode *dir)
  *    moving to another CPU, since it was stored;
  *  - every unionfs_permission() forgets this CPU's memo first, so the last
  *    check in this run decides: a later walk's check of the directory (the
- *    same nameidata address is likely) always replaces an earlier walk's.
+ *    same nameidata address happens: the kernel stack offset is random in
+ *    16-byte steps, and an io_uring chain runs on one worker's stack)
+ *    always replaces an earlier walk's;
+ *  - a revalidation takes it or not, and forgets it either way (one use);
+ *  - only the VFS's own revalidation takes it: a file system stacked on
+ *    the union (overlayfs, ovl_revalidate_real) revalidates our dentries
+ *    with no permission check of ours in its walk (it checks its upper
+ *    inode), so a memo left by an earlier walk of this task would pass for
+ *    its walk's (review 20). unionfs_d_revalidate tells them apart by its
+ *    caller: the VFS's is in the kernel image, a stacked one's in a module.
  * A direct change of a branch between the check and the lookup of one walk
  * is concurrent with it either way; one before the walk is seen.
  */
@@ -402,12 +412,26 @@ static void unionfs_walk_memo_keep(const struct unionfs_ivec *vec, u64 snap)
 }
 
 /*
- * unionfs_dir_snap() for revalidation of a child of @dir in a path walk:
- * the number this walk's permission check on @dir computed, if it did.
+ * Called by the VFS (fs/namei.c: lookup_fast, lookup_dcache, ...), not by
+ * a file system stacked on the union? @ip: the caller's return address.
  */
-u64 unionfs_dir_snap_walk(struct inode *dir)
+bool unionfs_walk_caller_vfs(unsigned long ip)
 {
-	const struct unionfs_walk_memo *m;
+#ifdef MODULES_VADDR
+	if (ip >= MODULES_VADDR && ip < MODULES_END)
+		return false;
+#endif
+	return !is_vmalloc_addr((const void *)ip);
+}
+
+/*
+ * unionfs_dir_snap() for revalidation of a child of @dir in a path walk:
+ * the number this walk's permission check on @dir computed, if it did and
+ * @vfs (the VFS revalidates: unionfs_walk_caller_vfs()). Forgets it.
+ */
+u64 unionfs_dir_snap_walk(struct inode *dir, bool vfs)
+{
+	struct unionfs_walk_memo *m;
 	struct unionfs_ivec *vec;
 	bool hit = false;
 	u64 snap = 0;
@@ -416,10 +440,11 @@ u64 unionfs_dir_snap_walk(struct inode *dir)
 	vec = rcu_dereference(UNIONFS_I(dir)->vec);
 	if (current->nameidata) {
 		m = get_cpu_ptr(&unionfs_walk_memo);
-		hit = vec && m->vec == vec && m->task == current &&
+		hit = vfs && vec && m->vec == vec && m->task == current &&
 		      m->nd == current->nameidata && m->nsw == unionfs_nsw();
 		if (hit)
 			snap = m->snap;
+		m->vec = NULL;
 		put_cpu_ptr(&unionfs_walk_memo);
 	}
 	if (!hit)
