@@ -736,17 +736,6 @@ static struct dentry *unionfs_copyup_one(struct unionfs_btable *bt,
 	return err ? ERR_PTR(err) : c.dest;
 }
 
-/*
- * Would a copy of @dentry in branch @t, below the range its lookup saw
- * (@bend < @t), be hidden, or not fit? By an opaque copy or a whiteout of
- * the name in a branch between, or the name itself in a branch between
- * or in @t: an object the union does not show there (a file shadowed by
- * the directory, below the end of its merge) that a copy can neither
- * replace nor go beside (udiff seed 223652: EEXIST before). Errors count
- * as "hidden": the caller then makes the name in the branch the directory
- * shows from, which is right whatever the failed lookup would have said
- * (a failed lookup costs a copy-up that was not needed, never a name).
- */
 /* Is @name in branch directory @lp of branch @k? Errors count as "yes". */
 static bool unionfs_name_in(struct unionfs_btable *bt, int k,
 			    struct dentry *lp, const char *name, int len)
@@ -759,6 +748,17 @@ static bool unionfs_name_in(struct unionfs_btable *bt, int k,
 	return in;
 }
 
+/*
+ * Would a copy of @dentry in branch @t, below the range its lookup saw
+ * (@bend < @t), be hidden, or not fit? By an opaque copy or a whiteout of
+ * the name in a branch between, or the name itself in a branch between
+ * or in @t: an object the union does not show there (a file shadowed by
+ * the directory, below the end of its merge) that a copy can neither
+ * replace nor go beside (udiff seed 223652: EEXIST before). Errors count
+ * as "hidden": the caller then makes the name in the branch the directory
+ * shows from, which is right whatever the failed lookup would have said
+ * (a failed lookup costs a copy-up that was not needed, never a name).
+ */
 static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 				 int bend, int t)
 {

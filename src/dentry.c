@@ -842,11 +842,13 @@ static inline int unionfs_reval_why(enum unionfs_rv_why *why,
  * Does @dentry need a look at the branches? 0 if it is valid as it is, 1
  * if it does (*@why says why), -ECHILD in RCU walk when only ref-walk can
  * tell. *@report: a difference found then is a direct modification.
+ * @caller: d_revalidate's return address (unionfs_dir_snap_walk).
  */
 static int unionfs_reval_need(struct dentry *dentry,
 			      struct unionfs_dentry_info *ud,
-			      unsigned int flags, bool vfs, long *nseq,
-			      bool *report, enum unionfs_rv_why *why)
+			      unsigned int flags, unsigned long caller,
+			      long *nseq, bool *report,
+			      enum unionfs_rv_why *why)
 {
 	struct super_block *sb = dentry->d_sb;
 	struct unionfs_sb_info *sbi = UNIONFS_SB(sb);
@@ -897,7 +899,7 @@ static int unionfs_reval_need(struct dentry *dentry,
 		if (!unionfs_reval_top_file(dentry, ud, parent))
 			return unionfs_reval_why(why, UNIONFS_RVW_SNAP_RACY);
 	} else {
-		snap = unionfs_dir_snap_walk(pinode, vfs);
+		snap = unionfs_dir_snap_walk(pinode, caller);
 		if (snap != psnap)
 			return unionfs_reval_why(why,
 				snap == READ_ONCE(UNIONFS_I(pinode)->snap) ?
@@ -963,7 +965,7 @@ static void unionfs_refresh_parent(struct dentry *dentry)
 
 static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
-	bool vfs = unionfs_walk_caller_vfs(_RET_IP_);
+	unsigned long caller = _RET_IP_;	/* the walk memo: the VFS's? */
 	struct unionfs_dentry_info *ud;
 	enum unionfs_rv_why why;
 	bool report;
@@ -982,14 +984,14 @@ static int unionfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		ud = READ_ONCE(dentry->d_fsdata);
 		if (!ud)
 			return 0;
-		ret = unionfs_reval_need(dentry, ud, flags, vfs, &nseq,
+		ret = unionfs_reval_need(dentry, ud, flags, caller, &nseq,
 					 &report, &why);
 		return ret ? -ECHILD : 1;
 	}
 	ud = unionfs_dinfo_get(dentry);
 	if (!ud)
 		return 0;
-	ret = unionfs_reval_need(dentry, ud, flags, vfs, &nseq, &report,
+	ret = unionfs_reval_need(dentry, ud, flags, caller, &nseq, &report,
 				 &why);
 	if (ret < 0) {
 		/* ret: the error */

@@ -415,7 +415,7 @@ static void unionfs_walk_memo_keep(const struct unionfs_ivec *vec, u64 snap)
  * Called by the VFS (fs/namei.c: lookup_fast, lookup_dcache, ...), not by
  * a file system stacked on the union? @ip: the caller's return address.
  */
-bool unionfs_walk_caller_vfs(unsigned long ip)
+static bool unionfs_walk_caller_vfs(unsigned long ip)
 {
 #ifdef MODULES_VADDR
 	if (ip >= MODULES_VADDR && ip < MODULES_END)
@@ -427,9 +427,10 @@ bool unionfs_walk_caller_vfs(unsigned long ip)
 /*
  * unionfs_dir_snap() for revalidation of a child of @dir in a path walk:
  * the number this walk's permission check on @dir computed, if it did and
- * @vfs (the VFS revalidates: unionfs_walk_caller_vfs()). Forgets it.
+ * the revalidation is the VFS's (@caller: d_revalidate's return address,
+ * unionfs_walk_caller_vfs()). Forgets it.
  */
-u64 unionfs_dir_snap_walk(struct inode *dir, bool vfs)
+u64 unionfs_dir_snap_walk(struct inode *dir, unsigned long caller)
 {
 	struct unionfs_walk_memo *m;
 	struct unionfs_ivec *vec;
@@ -440,8 +441,9 @@ u64 unionfs_dir_snap_walk(struct inode *dir, bool vfs)
 	vec = rcu_dereference(UNIONFS_I(dir)->vec);
 	if (current->nameidata) {
 		m = get_cpu_ptr(&unionfs_walk_memo);
-		hit = vfs && vec && m->vec == vec && m->task == current &&
-		      m->nd == current->nameidata && m->nsw == unionfs_nsw();
+		hit = vec && m->vec == vec && m->task == current &&
+		      m->nd == current->nameidata && m->nsw == unionfs_nsw() &&
+		      unionfs_walk_caller_vfs(caller);
 		if (hit)
 			snap = m->snap;
 		m->vec = NULL;

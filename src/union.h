@@ -596,8 +596,7 @@ void unionfs_ivec_free(struct unionfs_ivec *vec);
 int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud);
 void unionfs_dir_changed(struct inode *dir);
 u64 unionfs_dir_snap(struct inode *dir);
-u64 unionfs_dir_snap_walk(struct inode *dir, bool vfs);
-bool unionfs_walk_caller_vfs(unsigned long ip);
+u64 unionfs_dir_snap_walk(struct inode *dir, unsigned long caller);
 #define UNIONFS_SNAP_RACY	U64_MAX	/* stands for no state: compare unequal */
 u64 unionfs_dir_snap_trusted(struct inode *dir);
 void unionfs_perm_forget(struct inode *inode);
