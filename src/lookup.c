@@ -295,12 +295,70 @@ static char *unionfs_redirect_lookup(struct super_block *sb,
 }
 
 /*
+ * One step of a redirect's walk in branch @c: the component @comp under
+ * @cur. What the merge of the branches below the redirect shows there
+ * decides, as in a lookup: a directory goes on (*@hide: an opaque one
+ * that is not the last component hides the branches below @c), a
+ * non-directory or a whiteout hides the path in every branch below (*@hide,
+ * NULL), a missing name leaves this branch out (NULL). Returns the
+ * directory, NULL or an ERR_PTR.
+ */
+static struct dentry *unionfs_redirect_step(struct super_block *sb,
+					    struct unionfs_btable *bt, int c,
+					    struct dentry *cur, const char *comp,
+					    int len, bool last, bool *hide)
+{
+	struct qstr q = QSTR_INIT(comp, len);
+	struct dentry *next;
+	char *whname;
+	int ret;
+
+	next = unionfs_do_lookup(bt, c, cur, comp, len);
+	if (IS_ERR(next))
+		return next;
+	if (next && d_really_is_positive(next)) {
+		if (!d_can_lookup(next)) {
+			dput(next);
+			*hide = true;
+			return NULL;
+		}
+		if (!last && c < bt->nbr - 1) {
+			ret = unionfs_is_opaque_dir(sb, next);
+			if (ret < 0) {
+				dput(next);
+				return ERR_PTR(ret);
+			}
+			if (ret)
+				*hide = true;
+		}
+		return next;
+	}
+	dput(next);
+	if (c == bt->nbr - 1)
+		return NULL;	/* nothing below to hide */
+	whname = unionfs_whname(&q);
+	if (!whname)
+		return ERR_PTR(-ENOMEM);
+	ret = unionfs_has_whiteout(bt, c, cur, whname, len + UNIONFS_WHLEN);
+	kfree(whname);
+	if (ret < 0)
+		return ERR_PTR(ret);
+	if (ret)
+		*hide = true;
+	return NULL;
+}
+
+/*
  * The directory @name, whose copy in branch @b carries the redirect @path:
  * fill @ud's branches below @b with the directories at @path, from each
- * branch's root, down to the first opaque one. A branch without a
- * directory there contributes nothing; a copy found there with a redirect
- * of its own (a directory renamed again in a lower writable branch) sends
- * the branches below it to that path.
+ * branch's root, down to the first opaque one, as a lookup of @path in
+ * the branches below @b would merge them: a branch without a directory
+ * there contributes nothing; a non-directory or a whiteout on the way, or
+ * an opaque directory above the last component, hides the branches below
+ * it (udiff seed 740821: a file in a middle branch ended the merge of the
+ * directory before its rename, but not after). A copy found there with a
+ * redirect of its own (a directory renamed again in a lower writable
+ * branch) sends the branches below it to that path.
  */
 static int unionfs_redirect_follow(struct super_block *sb,
 				   const struct qstr *name,
@@ -309,6 +367,7 @@ static int unionfs_redirect_follow(struct super_block *sb,
 {
 	struct unionfs_btable *bt = ud->bt;
 	char *own = NULL;
+	bool hide = false;
 	int c, err = 0, found = 0;
 
 	/*
@@ -317,7 +376,7 @@ static int unionfs_redirect_follow(struct super_block *sb,
 	 * that comes back to a path it named (A -> B -> A) ends with the
 	 * branches; each walk is shorter than PATH_MAX components.
 	 */
-	for (c = b + 1; c < bt->nbr && !err; c++) {
+	for (c = b + 1; c < bt->nbr && !err && !hide; c++) {
 		struct dentry *cur = dget(bt->br[c]->path.dentry);
 		const char *p = path;
 
@@ -329,17 +388,12 @@ static int unionfs_redirect_follow(struct super_block *sb,
 				err = -EINTR;
 				break;
 			}
-			next = unionfs_do_lookup(bt, c, cur, p, s - p);
+			next = unionfs_redirect_step(sb, bt, c, cur, p, s - p,
+						     !*s, &hide);
 			dput(cur);
 			cur = NULL;
 			if (IS_ERR(next)) {
 				err = PTR_ERR(next);
-				break;
-			}
-			if (!next)
-				break;
-			if (d_really_is_negative(next) || !d_can_lookup(next)) {
-				dput(next);
 				break;
 			}
 			cur = next;

@@ -186,6 +186,50 @@ static int unionfs_redirect_set(struct dentry *dentry, int t,
 }
 
 /*
+ * Where a rename happens: at or above both names, in the nearest writable
+ * branch at or above the source's top and the new name's top or whiteout
+ * (@ostart: the source's top).
+ */
+static int unionfs_rename_limit(struct dentry *old, struct dentry *new,
+				int ostart)
+{
+	struct unionfs_dentry_info *nud = UNIONFS_D(new);
+	int limit = ostart;
+
+	if (d_really_is_positive(new))
+		limit = min(limit, READ_ONCE(nud->bstart));
+	else if (READ_ONCE(nud->bwh) >= 0)
+		limit = min(limit, READ_ONCE(nud->bwh));
+	return limit;
+}
+
+/*
+ * The branch the rename of @old to @new happens in (or -errno), before
+ * the new name's directory is known to show there. *@group: for a file
+ * with other names (a link group), the one branch that keeps them: its
+ * own if writable, else the nearest writable one above, where its copy-up
+ * goes through the group's index entry; -1 for any other. Moved anywhere
+ * else (its new name shown from higher: a name or whiteout there) it would
+ * be a copy, another file, and its other names would stay behind: the
+ * caller answers EXDEV, as link(2) does (unionfs_link_plan), and mv copies
+ * (udiff seed 740821).
+ */
+static int unionfs_rename_target(struct dentry *old, struct dentry *new,
+				 struct unionfs_btable *bt, int *group)
+{
+	int ostart, oend;
+
+	*group = -1;
+	unionfs_get_range(old, &ostart, &oend);
+	if (ostart < 0)
+		return -ESTALE;
+	if (!d_is_dir(old) && d_inode(old)->i_nlink > 1)
+		*group = unionfs_nearest_writable(bt, ostart);
+	return unionfs_nearest_writable(bt, unionfs_rename_limit(old, new,
+								 ostart));
+}
+
+/*
  * The rename itself, under the cu_lock of both inodes (see
  * unionfs_rename): the plan (branch ranges) is read only now.
  *
@@ -217,7 +261,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	bool redirect = false, made_rd = false;
 	char *rpath = NULL;
 	const struct cred *cred = NULL;
-	int ostart, oend, limit, t, err, has_wh, tries;
+	int ostart, oend, limit, t, group, err, has_wh, tries;
 
 	/* both infos are stable now; the parents' are read on @bt below */
 	if (nud->bt != bt)
@@ -228,6 +272,10 @@ static int unionfs_rename_locked(struct inode *old_dir,
 			return err;
 	}
 
+	/* a link group that would leave its branch: before anything changes */
+	t = unionfs_rename_target(old_dentry, new_dentry, bt, &group);
+	if (t >= 0 && group >= 0 && t != group)
+		return -EXDEV;
 	/* names of link groups: their own names first (index.c) */
 	if (!isdir) {
 		err = unionfs_index_prepare_remove(old_dentry);
@@ -239,16 +287,12 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	unionfs_get_range(old_dentry, &ostart, &oend);
 	if (ostart < 0)
 		return -ESTALE;
-
-	/* where the rename happens: at or above both names */
-	limit = ostart;
-	if (d_really_is_positive(new_dentry))
-		limit = min(limit, nud->bstart);
-	else if (nud->bwh >= 0)
-		limit = min(limit, nud->bwh);
-	t = unionfs_nearest_writable(bt, limit);
+	limit = unionfs_rename_limit(old_dentry, new_dentry, ostart);
+	t = unionfs_rename_target(old_dentry, new_dentry, bt, &group);
 	if (t < 0)
 		return t;
+	if (group >= 0 && t != group)
+		return -EXDEV;
 	/*
 	 * The new name's directory, copied to @t first: hidden there, the
 	 * rename happens higher, at or above the branch it shows from (udiff
@@ -259,6 +303,8 @@ static int unionfs_rename_locked(struct inode *old_dir,
 		t = unionfs_dir_shown_writable(new_parent, bt, limit);
 		if (t < 0)
 			return t;
+		if (group >= 0 && t != group)
+			return -EXDEV;
 		err = unionfs_copyup_dir(new_parent, bt, t);
 	}
 	if (err)

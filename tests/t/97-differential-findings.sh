@@ -15,6 +15,8 @@
 #     where a file the directory shadows is in the way, fails with EEXIST: it goes higher.
 #  8. a directory opened for reading is read from every branch copy: a lower copy the caller
 #     may not read gives EACCES (documented), which udiff now counts as allowed.
+#  9. a link group renamed out of the branch that keeps it became two files: EXDEV now.
+# 10. a renamed directory's redirect passed a file or whiteout that ended its merge before.
 # The seeds that found them run in 96 (CLEAN_SEEDS).
 . "$(dirname "$0")/../lib.sh"
 . tests/unionfs-lib.sh
@@ -186,6 +188,84 @@ is "as uid 1000: fsync c/e gives EACCES (b1's copy is 0700 root)" \
 	"$(ud op 1000 "$D/u" '["fsync", "c/e"]')" "$D/u: [\"EACCES\"]"
 check "udiff seed 222046 (300 ops): the difference is counted as allowed" \
 	python3 "$PWD/tests/tools/udiff.py" --seed 222046 --ops 300 --out "$T/s222046"
+
+# 9. a file with other names (a link group) renamed to a name shown from a branch above the one
+#    that keeps its group: the old module copied it up there and removed it below, so the new
+#    name was another file (nlink 1) and the other names stayed behind (seed 740821). EXDEV
+#    now, as link(2) gives (mv copies); where the group's branch can take the new name, the
+#    rename happens there and the names stay one file.
+lsame() {	# lsame A B: the union shows A and B as one file, with nlink 2
+	is "c$case: $1 and $2 are one file, nlink 2" \
+		"$(stat -c '%d:%i %h' "$D/u/$1")" "$(stat -c '%d:%i 2' "$D/u/$2")"
+}
+for kind in '["symlink", "e/b/b", 511, 1000, 1000, "a"]' \
+	'["file", "e/b/b", 420, 1000, 1000, 300, 5, 0]'; do
+	k=${kind#'["'}; k=${k%%'"'*}
+	setup 2
+	ent b0 '["file", "e/a/b", 438, 1000, 1000, 2897, 191941758, 1048576]'
+	ent b1 "$kind"
+	union "$D/b0=rw:$D/b1=rw"
+	both 0 '["link", "e/b/b", "e/c"]'
+	is "c$case: rename of a linked $k in b1 over e/a/b of b0: EXDEV" \
+		"$(ud op 0 "$D/u" '["rename", "e/b/b", "e/a/b", 0]')" "$D/u: [\"EXDEV\"]"
+	same "c$case: nothing changed (e/c and e/b/b still one file, e/a/b b0's)"
+	lsame e/b/b e/c
+	# into a directory of b0 only: made in b1, where the group is
+	both 0 '["rename", "e/b/b", "e/a/d", 0]'
+	same "c$case: rename into e/a (b0 only) happens in b1: the view is the reference's"
+	lsame e/a/d e/c
+	is "c$case: e/a/d is in b1 only" "$(ls "$D"/b[01]/e/a/d 2>/dev/null)" "$D/b1/e/a/d"
+done
+# a read-only group: in b2, under the rw b1 that keeps its index, and b0's name above it: EXDEV;
+# without b1 the group's branch is b0: copied up there through the index, still one file
+for dirs in "b0=rw:b1=rw:b2=ro" "b0=rw:b1=ro:b2=ro"; do
+	setup 3
+	ent b0 '["file", "e/a/b", 438, 1000, 1000, 2897, 191941758, 0]'
+	ent b2 '["file", "e/b/b", 420, 1000, 1000, 300, 5, 0]'
+	ent b2 '["link", "e/c", 0, 0, 0, "e/b/b"]'
+	union "${dirs//b/$D/b}"
+	if [[ $dirs == *b1=rw* ]]; then
+		is "c$case ($dirs): rename of a read-only group's name over b0's e/a/b: EXDEV" \
+			"$(ud op 0 "$D/u" '["rename", "e/b/b", "e/a/b", 0]')" "$D/u: [\"EXDEV\"]"
+		same "c$case: nothing changed"
+		lsame e/b/b e/c
+	else
+		both 0 '["rename", "e/b/b", "e/a/b", 0]'
+		same "c$case ($dirs): renamed (copied up to b0 through the index): the reference's view"
+		lsame e/a/b e/c
+	fi
+done
+# 10. a directory renamed (a redirect to its old path) showed lower copies that its merge did
+#    not show before: a file e in the middle branch b2 ends the merge of dir e (b0, b1) before
+#    b3's e, but the redirect's walk passed it, so d/n5/a/a of b3 appeared, and revalidation
+#    reported a direct modification of n5 in branch 3 (dir_changed; seed 740821, after 9). The
+#    same with a whiteout of e in b2, and with a whiteout or an opaque directory on the way
+#    (x/e, x whited out or opaque in b2)
+for hider in file wh xwh xopq; do
+	setup 4
+	p=e
+	[[ $hider == x* ]] && p=x/e
+	ent b0 "[\"file\", \"$p/a/b\", 438, 1000, 1000, 29, 1, 0]"
+	ent b1 "[\"symlink\", \"$p/e\", 511, 1000, 1000, \"e\"]"
+	case $hider in
+	file) ent b2 '["file", "e", 384, 0, 0, 28, 2, 0]' ;;
+	wh) ent b2 '["wh", "e"]' ;;
+	xwh) ent b2 '["wh", "x"]' ;;
+	xopq) ent b2 '["dir", "x", 493, 0, 0]'; ent b2 '["opq", "x"]' ;;
+	esac
+	ent b3 "[\"file\", \"$p/a/a\", 493, 1000, 1000, 97, 3, 0]"
+	ent b3 '["dir", "d", 511, 0, 0]'
+	union "$D/b0=rw:$D/b1=rw:$D/b2=ro:$D/b3=ro"
+	hz0=$(hz)
+	same "c$case ($hider): initial view (no $p/a/a)"
+	both 0 "[\"rename\", \"$p\", \"d/n5\", 1]"
+	same "c$case ($hider): after the rename of $p to d/n5 (a redirect): no d/n5/a/a"
+	echo 2 > /proc/sys/vm/drop_caches
+	same "c$case ($hider): the same after a cache drop (looked up through the redirect)"
+	is "c$case ($hider): no direct modification reported" "$(hz)" "$hz0"
+done
+check "udiff seed 740821 (500 ops): the difference is counted as allowed" \
+	python3 "$PWD/tests/tools/udiff.py" --seed 740821 --ops 500 --out "$T/s740821"
 
 is "dmesg clean" "$(dmesg_bad)" ""
 finish

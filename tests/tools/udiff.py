@@ -65,6 +65,10 @@ ALLOWED = {
     "rename-dir-EXDEV": "docs/concepts.md rename: non-empty dir not in one writable branch",
     # docs/concepts.md "rename": RENAME_EXCHANGE / RENAME_WHITEOUT give EINVAL.
     "rename-exchange-EINVAL": "docs/concepts.md rename: RENAME_EXCHANGE gives EINVAL",
+    # docs/concepts.md "Hard links": a file with other names moves only within the branch that
+    # keeps its group (its own if writable, else the nearest writable above); a new name shown
+    # from higher gives EXDEV (mv copies), as link(2) does. The reference is not changed.
+    "rename-linked-EXDEV": "docs/concepts.md hard links: a link group leaves its branch: EXDEV",
     # docs/concepts.md "inode numbers": st_ino/st_dev are the union's own numbers; only the
     # partition of names into same-file groups is compared, never the values.
     "ino-values": "docs/concepts.md inode numbers (values never compared)",
@@ -95,8 +99,6 @@ def branch_paths(branches, rel):
         new = [os.path.join(p, c) if p else c for p in pre]
         redir = None
         for i, b in enumerate(branches):
-            if k == len(comps) - 1:
-                break
             if redir is not None:
                 new[i] = redir
             full = os.path.join(b, new[i])
@@ -736,6 +738,7 @@ class Env:
         os.makedirs(base)
         self.br = [os.path.join(base, "b%d" % i) for i in range(nb)]
         self.ref = os.path.join(base, "ref")
+        self.modes = list(modes)
         self.u = os.path.join(base, "u")
         self.cbr = None if plain else self.br     # branches for compare_trees' allowances
         self.mounts = []
@@ -789,6 +792,39 @@ def in_lower_only_top(env, rel):
     return not any(os.path.lexists(os.path.join(b, rel)) for b in env.br[1:])
 
 
+def linked_rename_hidden(env, op):
+    """rename op moves a non-directory with other names (the union's nlink > 1, names hidden in
+    its branch included: nlink-hidden-names) to a name that a
+    branch above its group's branch shows or hides (an entry or whiteout of the new name, a
+    whiteout or non-directory of one of its ancestors, an opaque ancestor): EXDEV there. The
+    paths in each branch follow directory redirects (branch_paths)."""
+    src = os.path.join(env.u, op[1])      # unchanged: EXDEV
+    if not os.path.lexists(src) or stat.S_ISDIR(os.lstat(src).st_mode) or \
+            os.lstat(src).st_nlink < 2:
+        return False
+    top = next((i for i, (b, p) in enumerate(zip(env.br, branch_paths(env.br, op[1])))
+                if os.path.lexists(os.path.join(b, p))), None)
+    if top is None:
+        return False
+    g = next((i for i in range(top, -1, -1) if env.modes[i] == "rw"), None)
+    if g is None:
+        return False
+    comps = op[2].split("/")
+    for i in range(1, len(comps) + 1):
+        for b, rel in list(zip(env.br, branch_paths(env.br, "/".join(comps[:i]))))[:g]:
+            par, name = os.path.split(os.path.join(b, rel))
+            p = os.path.join(par, name)
+            if os.path.lexists(os.path.join(par, WH + name)):
+                return True
+            if i == len(comps) and os.path.lexists(p):
+                return True
+            if i < len(comps) and os.path.lexists(p) and \
+                    (not os.path.isdir(p) or os.path.islink(p) or
+                     os.path.lexists(os.path.join(p, OPQ))):
+                return True
+    return False
+
+
 def denies(st, uid, bit):
     """True if uid (gid uid, no groups) lacks permission bit (4, 2, 1) on stat st"""
     m = st.st_mode
@@ -808,20 +844,24 @@ def opens_for_read(op):
 def lower_dir_denies(env, op, uid, roots=None, write=True):
     """some branch copy of an ancestor directory of op's paths denies uid search, or (write)
     the parent of the name denies write, or a branch copy of a directory (a directory in the
-    merged view) that op opens for reading denies read (udiff seed 222046: fsync of a directory made 0777 through the union,
-    whose lower copy is 0700)"""
+    merged view) that op opens for reading denies read (udiff seed 222046: fsync of a directory
+    made 0777 through the union, whose lower copy is 0700). In the branches, the paths follow
+    directory redirects (seed 810053: a lower copy of a renamed directory)"""
+    def where(rel):     # (root, path) of rel in each root; in the branches, redirects followed
+        if roots:
+            return [(r, rel) for r in roots]
+        return list(zip(env.br, branch_paths(env.br, rel)))
     ref = os.path.join(env.ref, op[1])
     if opens_for_read(op) and os.path.isdir(ref) and not os.path.islink(ref):
-        for b in roots or env.br:
-            d = os.path.join(b, op[1])
+        for b, rel in where(op[1]):
+            d = os.path.join(b, rel)
             if os.path.isdir(d) and not os.path.islink(d) and denies(os.lstat(d), uid, 4):
                 return True
     paths = [op[1]] + ([op[2]] if op[0] in ("link", "rename") else [])
     for p in paths:
         comps = p.split("/")
         for i in range(len(comps)):
-            rel = "/".join(comps[:i])
-            for b in roots or env.br:
+            for b, rel in where("/".join(comps[:i])):
                 d = os.path.join(b, rel)
                 if os.path.isdir(d) and not os.path.islink(d):
                     st = os.lstat(d)
@@ -844,6 +884,8 @@ def allowed_candidate(env, op, ru, uid=0):
         if ru == ["EXDEV"] and os.path.isdir(src) and not os.path.islink(src) \
                 and os.listdir(src) and not in_lower_only_top(env, op[1]):
             return "rename-dir-EXDEV"
+        if ru == ["EXDEV"] and linked_rename_hidden(env, op):
+            return "rename-linked-EXDEV"
     return None
 
 
@@ -853,10 +895,15 @@ def apply_ref(env, op, uid, ru, st):
     a = allowed_candidate(env, op, ru, uid)
     if not a:
         return run_op(env.ref, op, uid)
-    if a == "EACCES-lower-dir-copy":
+    if a in ("EACCES-lower-dir-copy", "rename-linked-EXDEV"):
         allow(st.allowed, a)
         return None
-    dst = os.path.join(env.ref, op[2])
+    # the names as they are now: the op may swap a symlink on one path with a directory on
+    # the other path's way (seed 810118: exchange of b, a symlink to a, and b/a)
+    def real(rel):
+        p = os.path.join(env.ref, rel)
+        return os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p))
+    dst, src = real(op[2]), real(op[1])
     saved = None
     if os.path.isdir(dst) and not os.path.islink(dst):
         x = os.lstat(dst)
@@ -865,7 +912,6 @@ def apply_ref(env, op, uid, ru, st):
     if rr == ru:
         return rr
     if rr == ["OK"]:
-        src = os.path.join(env.ref, op[1])
         if op[3] == RENAME_EXCHANGE:
             libc.syscall(SYS_renameat2, AT_FDCWD, dst.encode(), AT_FDCWD, src.encode(),
                          RENAME_EXCHANGE)
