@@ -60,6 +60,26 @@ int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex)
 }
 
 /*
+ * The one branch where a file with other names (a link group) at branch
+ * @b keeps them: @b if the union writes it, else the nearest one above it
+ * that it does, where its copy-up goes through the group's index entry. By
+ * the mode, as the index (unionfs_index_rw_over): a branch of rw mode whose
+ * file system is read-only for now is still the group's, and the file is
+ * not copied elsewhere meanwhile (another file: review 21) but refused
+ * with EROFS, as the index does (unionfs_index_prepare_remove). -EROFS
+ * also if no branch at or above @b is of rw mode.
+ */
+int unionfs_group_branch(struct unionfs_btable *bt, int b)
+{
+	int g;
+
+	for (g = min(b, bt->nbr - 1); g >= 0; g--)
+		if (unionfs_branch_rw_mode(bt, g))
+			return unionfs_branch_writable(bt, g) ? g : -EROFS;
+	return -EROFS;
+}
+
+/*
  * @size bytes of @in to @out, at offset 0 of both. Where the two are on one
  * superblock whose fs can share extents, the data is cloned (O(1) in the
  * size, as overlayfs' copy-up does; *@cloned set); else, or if the clone is

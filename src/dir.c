@@ -359,7 +359,11 @@ static int unionfs_link_plan(struct dentry *old, struct dentry *new,
 	unionfs_dinfo_put(nud);
 	if (err)
 		return err;
-	b = unionfs_nearest_writable(bt, ob);
+	/* a source with other names: where its group is, or EROFS */
+	if (d_inode(old)->i_nlink > 1)
+		b = unionfs_group_branch(bt, ob);
+	else
+		b = unionfs_nearest_writable(bt, ob);
 	if (b < 0)
 		return b;
 	if (nbwh < 0 || nbwh >= b) {

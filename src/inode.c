@@ -179,6 +179,9 @@ bool unionfs_vec_same(struct inode *inode, struct unionfs_dentry_info *ud)
 	return same;
 }
 
+/* Vector ids: the walk memo's key, never reused (64 bits). */
+static atomic64_t unionfs_ivec_ids = ATOMIC64_INIT(0);
+
 /* Point @inode at the lower inodes recorded in @ud. */
 int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud)
 {
@@ -190,6 +193,7 @@ int unionfs_inode_set_vec(struct inode *inode, struct unionfs_dentry_info *ud)
 	if (!vec)
 		return -ENOMEM;
 	vec->nbr = ud->nbr;
+	vec->id = atomic64_inc_return(&unionfs_ivec_ids);
 	refcount_inc(&ud->bt->ref);
 	vec->bt = ud->bt;
 	spin_lock(&ud->lock);
@@ -364,6 +368,11 @@ u64 unionfs_dir_snap(struct inode *dir)
  *    same nameidata address happens: the kernel stack offset is random in
  *    16-byte steps, and an io_uring chain runs on one worker's stack)
  *    always replaces an earlier walk's;
+ *  - same vector, by its id, not its address: a vector replaced twice and
+ *    the second freed after a grace period (which preemptible RCU ends
+ *    without a context switch of this task) could come back at the same
+ *    address for another directory between the check and the lookup
+ *    (review 20's ABA);
  *  - a revalidation takes it or not, and forgets it either way (one use);
  *  - only the VFS's own revalidation takes it: a file system stacked on
  *    the union (overlayfs, ovl_revalidate_real) revalidates our dentries
@@ -375,7 +384,7 @@ u64 unionfs_dir_snap(struct inode *dir)
  * is concurrent with it either way; one before the walk is seen.
  */
 struct unionfs_walk_memo {
-	const struct unionfs_ivec *vec;
+	u64 vid;			/* the vector's id; 0: none */
 	const struct task_struct *task;
 	const void *nd;
 	unsigned long nsw;
@@ -392,7 +401,7 @@ static inline unsigned long unionfs_nsw(void)
 /* Forget this CPU's memo (unionfs_permission, on entry). */
 static void unionfs_walk_memo_forget(void)
 {
-	this_cpu_write(unionfs_walk_memo.vec, NULL);
+	this_cpu_write(unionfs_walk_memo.vid, 0);
 }
 
 /* Keep @snap, just computed for @vec by a permission check (RCU held). */
@@ -403,7 +412,7 @@ static void unionfs_walk_memo_keep(const struct unionfs_ivec *vec, u64 snap)
 	if (!current->nameidata)
 		return;
 	m = get_cpu_ptr(&unionfs_walk_memo);
-	m->vec = vec;
+	m->vid = vec->id;
 	m->task = current;
 	m->nd = current->nameidata;
 	m->nsw = unionfs_nsw();
@@ -441,12 +450,12 @@ u64 unionfs_dir_snap_walk(struct inode *dir, unsigned long caller)
 	vec = rcu_dereference(UNIONFS_I(dir)->vec);
 	if (current->nameidata) {
 		m = get_cpu_ptr(&unionfs_walk_memo);
-		hit = vec && m->vec == vec && m->task == current &&
+		hit = vec && m->vid == vec->id && m->task == current &&
 		      m->nd == current->nameidata && m->nsw == unionfs_nsw() &&
 		      unionfs_walk_caller_vfs(caller);
 		if (hit)
 			snap = m->snap;
-		m->vec = NULL;
+		m->vid = 0;
 		put_cpu_ptr(&unionfs_walk_memo);
 	}
 	if (!hit)

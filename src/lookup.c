@@ -349,6 +349,43 @@ static struct dentry *unionfs_redirect_step(struct super_block *sb,
 }
 
 /*
+ * The directory @dir, a component of a redirect's walk in branch @c (not
+ * the last; @rest: the components after it), carries a redirect of its
+ * own: the branches below @c walk "REDIRECT/@rest" instead (*@next,
+ * kmalloc'ed, replacing one found higher on the way). An invalid one, or
+ * a path too long, merges nothing below @c (*@hide), as for the last
+ * component. 0 or -errno.
+ */
+static int unionfs_redirect_onward(struct super_block *sb,
+				   struct unionfs_btable *bt,
+				   const struct qstr *name, int c,
+				   struct dentry *dir, const char *rest,
+				   char **next, bool *hide)
+{
+	char *rd = unionfs_redirect_lookup(sb, bt, name, c, dir);
+	char *p;
+
+	if (rd == ERR_PTR(-EBADMSG)) {
+		*hide = true;
+		return 0;
+	}
+	if (IS_ERR_OR_NULL(rd))
+		return PTR_ERR_OR_ZERO(rd);
+	p = kasprintf(GFP_KERNEL, "%s/%s", rd, rest);
+	kfree(rd);
+	if (!p)
+		return -ENOMEM;
+	if (strlen(p) >= PATH_MAX) {
+		kfree(p);
+		*hide = true;
+		return 0;
+	}
+	kfree(*next);
+	*next = p;
+	return 0;
+}
+
+/*
  * The directory @name, whose copy in branch @b carries the redirect @path:
  * fill @ud's branches below @b with the directories at @path, from each
  * branch's root, down to the first opaque one, as a lookup of @path in
@@ -358,7 +395,8 @@ static struct dentry *unionfs_redirect_step(struct super_block *sb,
  * it (udiff seed 740821: a file in a middle branch ended the merge of the
  * directory before its rename, but not after). A copy found there with a
  * redirect of its own (a directory renamed again in a lower writable
- * branch) sends the branches below it to that path.
+ * branch) sends the branches below it to that path, and so does one of a
+ * directory on the way (the rest of the path under its redirect).
  */
 static int unionfs_redirect_follow(struct super_block *sb,
 				   const struct qstr *name,
@@ -366,7 +404,7 @@ static int unionfs_redirect_follow(struct super_block *sb,
 				   const char *path)
 {
 	struct unionfs_btable *bt = ud->bt;
-	char *own = NULL;
+	char *own = NULL, *next_path = NULL;
 	bool hide = false;
 	int c, err = 0, found = 0;
 
@@ -398,6 +436,16 @@ static int unionfs_redirect_follow(struct super_block *sb,
 			}
 			cur = next;
 			p = *s ? s + 1 : s;
+			/*
+			 * A directory on the way renamed in this branch: the
+			 * branches below find the rest under its redirect
+			 * (as overlayfs' layer walk does, ovl_lookup_single).
+			 */
+			if (cur && *s && c < bt->nbr - 1)
+				err = unionfs_redirect_onward(sb, bt, name, c,
+							      cur, p,
+							      &next_path,
+							      &hide);
 		}
 		if (err) {
 			dput(cur);
@@ -406,14 +454,14 @@ static int unionfs_redirect_follow(struct super_block *sb,
 		if (trace_unionfs_redirect_enabled())
 			unionfs_trace_redirect(sb, name, c, path,
 					       cur ? "followed" : "missing", 0);
-		if (!cur)
-			continue;
-		found++;
-		ud->lower[c] = cur;
-		ud->bend = c;
-		if (ud->bredir < 0)
-			ud->bredir = c;
-		if (c < bt->nbr - 1) {
+		if (cur) {
+			found++;
+			ud->lower[c] = cur;
+			ud->bend = c;
+			if (ud->bredir < 0)
+				ud->bredir = c;
+		}
+		if (cur && c < bt->nbr - 1) {
 			int op = unionfs_is_opaque_dir(sb, cur);
 			char *rd;
 
@@ -429,13 +477,18 @@ static int unionfs_redirect_follow(struct super_block *sb,
 			} else if (IS_ERR(rd)) {
 				err = PTR_ERR(rd);
 			} else if (rd) {
-				kfree(own);
-				own = rd;
-				path = rd;
+				kfree(next_path);
+				next_path = rd;
 			}
 		}
+		/* the path the branches below @c walk */
+		if (next_path) {
+			kfree(own);
+			own = next_path;
+			path = own;
+			next_path = NULL;
+		}
 	}
-	kfree(own);
 	if (!err && !found && b + 1 < bt->nbr) {
 		/* @path is the xattr's, any bytes: escaped */
 		pr_warn_ratelimited("branch %d: the redirect of '%*pE' leads nowhere ('%*pE' is in no branch below)\n",
@@ -444,6 +497,8 @@ static int unionfs_redirect_follow(struct super_block *sb,
 		unionfs_redirect_hazard(sb, name, b,
 					"redirect target missing in every branch below");
 	}
+	kfree(next_path);
+	kfree(own);
 	return err;
 }
 

@@ -56,12 +56,18 @@ static void unionfs_dentry_narrow(struct dentry *dentry, int t,
 }
 
 /*
- * Where the lower contents of the union directory @dentry live, relative
- * to every branch's root: the redirect of its topmost copy, or else its
- * parent's path and its name (docs/concepts.md, "Directory rename").
- * Returns a kmalloc'ed string or an ERR_PTR. Mounter's credentials.
+ * Where the lower contents of the union directory @dentry live for the
+ * branches below @t (the branch the rename happens in), relative to every
+ * branch's root: the redirect of its topmost copy, or else its parent's
+ * path and its name (docs/concepts.md, "Directory rename"). A redirect on a
+ * copy below @t is not taken: that copy still has the name it has in the
+ * union, and a lookup reaches the redirect through it (it sends the
+ * branches below it on, unionfs_redirect_follow); taken instead, the path
+ * would name what a whiteout between hides (review 21: the renamed
+ * directory showed nothing of its lower copies). Returns a kmalloc'ed
+ * string or an ERR_PTR. Mounter's credentials.
  */
-static char *unionfs_redirect_path(struct dentry *dentry)
+static char *unionfs_redirect_path(struct dentry *dentry, int t)
 {
 	struct unionfs_btable *bt = unionfs_dbt(dentry);
 	char *buf, *rd = NULL;
@@ -94,7 +100,7 @@ static char *unionfs_redirect_path(struct dentry *dentry)
 		if (IS_ERR(top)) {
 			rd = ERR_CAST(top);
 			top = NULL;
-		} else if (top && d_is_dir(top)) {
+		} else if (top && d_is_dir(top) && b <= t) {
 			rd = unionfs_redirect_get(bt, b, top);
 		}
 		dput(top);
@@ -206,9 +212,9 @@ static int unionfs_rename_limit(struct dentry *old, struct dentry *new,
 /*
  * The branch the rename of @old to @new happens in (or -errno), before
  * the new name's directory is known to show there. *@group: for a file
- * with other names (a link group), the one branch that keeps them: its
- * own if writable, else the nearest writable one above, where its copy-up
- * goes through the group's index entry; -1 for any other. Moved anywhere
+ * with other names (a link group), the one branch that keeps them
+ * (unionfs_group_branch; -EROFS while it is read-only); -1 for any
+ * other. Moved anywhere
  * else (its new name shown from higher: a name or whiteout there) it would
  * be a copy, another file, and its other names would stay behind: the
  * caller answers EXDEV, as link(2) does (unionfs_link_plan), and mv copies
@@ -223,8 +229,11 @@ static int unionfs_rename_target(struct dentry *old, struct dentry *new,
 	unionfs_get_range(old, &ostart, &oend);
 	if (ostart < 0)
 		return -ESTALE;
-	if (!d_is_dir(old) && d_inode(old)->i_nlink > 1)
-		*group = unionfs_nearest_writable(bt, ostart);
+	if (!d_is_dir(old) && d_inode(old)->i_nlink > 1) {
+		*group = unionfs_group_branch(bt, ostart);
+		if (*group < 0)
+			return *group;
+	}
 	return unionfs_nearest_writable(bt, unionfs_rename_limit(old, new,
 								 ostart));
 }
@@ -274,6 +283,8 @@ static int unionfs_rename_locked(struct inode *old_dir,
 
 	/* a link group that would leave its branch: before anything changes */
 	t = unionfs_rename_target(old_dentry, new_dentry, bt, &group);
+	if (t == -EROFS && group == -EROFS)
+		return t;
 	if (t >= 0 && group >= 0 && t != group)
 		return -EXDEV;
 	/* names of link groups: their own names first (index.c) */
@@ -326,7 +337,7 @@ static int unionfs_rename_locked(struct inode *old_dir,
 	}
 	if (redirect) {
 		cred = unionfs_override_creds(sb);
-		rpath = unionfs_redirect_path(old_dentry);
+		rpath = unionfs_redirect_path(old_dentry, t);
 		revert_creds(cred);
 		cred = NULL;
 		if (IS_ERR(rpath))

@@ -299,6 +299,7 @@ struct unionfs_dentry_info {
 /* The lower inodes of a union inode, indexed by branch of @bt. */
 struct unionfs_ivec {
 	struct unionfs_btable *bt;
+	u64 id;				/* unique per allocation (walk memo) */
 	int bstart;
 	int bend;
 	int nbr;
@@ -658,6 +659,7 @@ void unionfs_rdcache_put(struct unionfs_rdcache *rdc);
 
 /* copyup.c */
 int unionfs_nearest_writable(struct unionfs_btable *bt, int bindex);
+int unionfs_group_branch(struct unionfs_btable *bt, int b);
 /* @target: a branch of @bt (-ESTALE if the dentries are on another) */
 int unionfs_copyup_dentry_held(struct dentry *dentry, int target,
 			       enum unionfs_cu_reason reason, loff_t len);

@@ -808,6 +808,42 @@ static void finding_kept(const char *kind, const char *root, const char *rel,
 }
 
 /*
+ * The deepest directory on the way of the redirect path @v (not its last
+ * component) in branch @j that carries a valid redirect of its own: @v
+ * becomes "REDIRECT/rest" for the branches below @j. Returns 1 if the
+ * result is too long (no branch below is looked at), else 0.
+ */
+static int redirect_onward(int j, char *v)
+{
+	static char rd[PATH_MAX + 1], next[2 * PATH_MAX + 2];
+	char path[PATH_MAX * 2 + 2];
+	const char *rest = NULL;
+	struct stat st;
+	char *s;
+	ssize_t n;
+
+	next[0] = '\0';
+	for (s = strchr(v, '/'); s; s = strchr(s + 1, '/')) {
+		snprintf(path, sizeof(path), "%s/%.*s", fsck_dirs[j], (int)(s - v), v);
+		if (lstat(path, &st) || !S_ISDIR(st.st_mode))
+			break;
+		n = lgetxattr(path, "trusted.unionfs.redirect", rd, PATH_MAX);
+		if (n <= 0)
+			continue;
+		rd[n] = '\0';
+		if (!unionfs_redirect_valid(rd, n))
+			continue;
+		rest = s + 1;
+		if ((size_t)n + 1 + strlen(rest) >= PATH_MAX)
+			return 1;
+		snprintf(next, sizeof(next), "%s/%s", rd, rest);
+	}
+	if (rest)
+		strcpy(v, next);
+	return 0;
+}
+
+/*
  * The directory redirect (trusted.unionfs.redirect, docs/concepts.md
  * "Directory rename") of @rel/@name, open as @fd, in branch @i: one the
  * module would reject is "bad-redirect"; one whose path names a directory
@@ -842,6 +878,13 @@ static void fsck_redirect(int i, int fd, const char *rel, const char *name)
 		snprintf(path, sizeof(path), "%s/%s", fsck_dirs[j], v);
 		if (!lstat(path, &st) && S_ISDIR(st.st_mode))
 			return;
+		/*
+		 * A directory on the way renamed in branch j: the branches
+		 * below find the rest under its redirect, as the module's
+		 * walk does (unionfs_redirect_follow).
+		 */
+		if (redirect_onward(j, v))
+			break;
 	}
 	finding_kept("dangling-redirect", fsck_dirs[i], rel, name);
 }

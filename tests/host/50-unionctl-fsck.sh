@@ -78,6 +78,17 @@ is "redirects: --repair reports only (exit 4)" "$rc:$(tail -n 1 <<< "$out"):$(gr
 is "redirects: --repair left every xattr" \
 	"$(python3 -c 'import os,sys; print(sum(1 for d in sys.argv[1:] if "trusted.unionfs.redirect" in os.listxattr(d)))' "$R0"/* "$R0/sub/deep" "$R1/own" "$R1/lbad")" 12
 rm -rf "$R"
+# a redirect through a directory renamed in a branch between (review 21): z -> A/d, where b1's
+# A carries the redirect oldA and b2 has oldA/d: the module finds b2's copy (A's redirect sends
+# the branches below b1 on), so it is no finding; z2 -> A/e, with no oldA/e, is dangling
+R=$(mktemp -d /dev/shm/unionctl-fsck-rd.XXXXXX)
+mkdir -p "$R/r0/z" "$R/r0/z2" "$R/r1/A" "$R/r2/oldA/d"
+setrd "$R/r0/z" A/d; setrd "$R/r0/z2" A/e; setrd "$R/r1/A" oldA
+out=$("$U" --fsck "$R/r0" "$R/r1" "$R/r2"); rc=$?
+is "redirect through a renamed directory: only z2 is dangling" \
+	"$rc:$(grep -v '^[0-9]' <<< "$out" | awk '{print $1, $2}' | sed "s|$R/||" | sort | tr '\n' ';')" \
+	"4:dangling-redirect r0/z2;"
+rm -rf "$R"
 "$U" --fsck "$W/nothere" >/dev/null 2>&1
 is "a missing directory: exit 8" "$?" 8
 "$U" --fsck >/dev/null 2>&1

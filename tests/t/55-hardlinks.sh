@@ -202,6 +202,25 @@ is "chain: nothing copied up" "$(find "$C/b0" "$C/b2" -mindepth 1 ! -name '.wh..
 is "chain: no copyup_raced hazard" "$(awk '$1 == "copyup_raced" {print $2}' "/sys/fs/unionfs/$(mountpoint -d "$C/m")/hazards")" 0
 check "chain: umount" umount "$C/m"
 
+# a group of a writable branch whose file system is read-only for now (review 21): the rename
+# or link happened in b0 with a copy (another file, the group split); EROFS now, as the
+# index answers for a read-only index branch
+R=$T/rofs
+mkdir -p "$R/m"
+branch_fs tmpfs "$R" 2 || not_ok "rofs: make branches"
+echo grp > "$R/b1/a"; ln "$R/b1/a" "$R/b1/c"; echo top > "$R/b0/x"
+check "rofs: mount" mount -i -t unionfs -o "dirs=$R/b0=rw:$R/b1=rw" none "$R/m"
+check "rofs: b1's file system read-only" mount -o remount,ro "$R/b1"
+is "rofs: rename a over x (in b0): EROFS" "$($S rename "$R/m/a" "$R/m/x")" EROFS
+is "rofs: rename a n: EROFS" "$($S rename "$R/m/a" "$R/m/n")" EROFS
+is "rofs: link a y: EROFS" "$($S link "$R/m/a" "$R/m/y")" EROFS
+is "rofs: nothing in b0 but x" "$(ls -A "$R/b0" | grep -v '^\.wh\.' | tr '\n' ' ')" "x "
+is "rofs: a and c still one file" "$(stat -c '%i %h' "$R/m/a")" "$(stat -c '%i 2' "$R/m/c")"
+check "rofs: b1 read-write again" mount -o remount,rw "$R/b1"
+is "rofs: rename a n now" "$($S rename "$R/m/a" "$R/m/n")" OK
+is "rofs: n and c one file, in b1" "$(stat -c '%i %h' "$R/m/n") $(cat "$R/b1/n")" "$(stat -c '%i 2' "$R/m/c") grp"
+check "rofs: umount" umount "$R/m"
+
 # the race: two appends through two names of one lower group, 200 groups
 D=$T/race
 mkdir -p "$D/m"

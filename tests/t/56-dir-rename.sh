@@ -151,6 +151,38 @@ umount "$M"
 check "3 branches: mount again" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
 is "3 branches: after umount/mount" "$(names "$M/e3" | tr '\n' ' ')$(cat "$M/e3/x" 2>&1)" "f0 x d3"
 
+# a directory renamed again, higher than the copy that carries its redirect (review 21): the
+# new copy's redirect names the directory as that copy has it (e3, not its redirect d3), and
+# a lookup follows the copy's own redirect on. Before, the path was d3, whose whiteout in b1
+# hid b2's copy: the directory showed only what b1 held (and, before the walk kept the
+# lookup's rules, only what b2 held)
+is "3 branches: a file in e3 through the union (in b0)" "$(echo g > "$M/e3/g" && cat "$T/3/b0/e3/g")" g
+umount "$M"
+mkdir -p "$T/3/b1/e3" && echo h > "$T/3/b1/e3/h" && mkdir "$T/3/b0/z3"
+check "3 branches: mount with z3 in b0" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
+is "3 branches: rename e3 over z3 (in b0, above b1's redirect)" "$($S rename "$M/e3" "$M/z3")" OK
+is "3 branches: z3's redirect is e3" "$(rd "$T/3/b0/z3")" e3
+is "3 branches: z3 shows every copy's entries" "$(names "$M/z3" | tr '\n' ' ')" "f0 g h x "
+echo 2 > /proc/sys/vm/drop_caches
+is "3 branches: the same after a cache drop" "$(names "$M/z3" | tr '\n' ' ')$(cat "$M/z3/x")" "f0 g h x d3"
+umount "$M"
+check "3 branches: mount again (z3)" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
+is "3 branches: z3 after umount/mount" "$(names "$M/z3" | tr '\n' ' ')" "f0 g h x "
+is "3 branches: no redirect hazard" "$(awk '$1 == "redirect" {print $2}' "/sys/fs/unionfs/$(mountpoint -d "$M")/hazards")" 0
+umount "$M"
+# the same through an ancestor: oldA renamed in b1 (redirect oldA, whiteout .wh.oldA there),
+# then A/d renamed over z in b0: its redirect is A/d, and the walk follows A's redirect in b1
+mkdir -p "$T/4"; branch_fs tmpfs "$T/4" 3
+mkdir -p "$T/4/b2/oldA/d" "$T/4/b0/z"; echo f > "$T/4/b2/oldA/d/f"
+check "ancestor: mount" mount -i -t unionfs -o "dirs=$T/4/b0=rw:$T/4/b1=rw:$T/4/b2=ro" none "$M"
+is "ancestor: rename oldA A (in b1)" "$($S rename "$M/oldA" "$M/A")" OK
+is "ancestor: rename A/d z (z in b0)" "$($S rename "$M/A/d" "$M/z")" OK
+is "ancestor: z's redirect is A/d" "$(rd "$T/4/b0/z")" A/d
+echo 2 > /proc/sys/vm/drop_caches
+is "ancestor: z shows f after a cache drop" "$(names "$M/z" | tr '\n' ' ')$(cat "$M/z/f")" "f f"
+is "ancestor: A is empty" "$(names "$M/A" | wc -l)" 0
+is "ancestor: no redirect hazard" "$(awk '$1 == "redirect" {print $2}' "/sys/fs/unionfs/$(mountpoint -d "$M")/hazards")" 0
+
 # O(1): a lower directory of 100,000 entries against an empty one (ratio printed only)
 umount "$M"
 mkdir -p "$B1/big" "$B1/empty"

@@ -809,7 +809,14 @@ def linked_rename_hidden(env, op):
     g = next((i for i in range(top, -1, -1) if env.modes[i] == "rw"), None)
     if g is None:
         return False
-    comps = op[2].split("/")
+    # the new name as the union resolves it: its parent's real path (a symlink on the way is
+    # followed, never counted as a non-directory that hides: review 21)
+    par = os.path.realpath(os.path.dirname(os.path.join(env.ref, op[2])))
+    rpar = os.path.relpath(par, os.path.realpath(env.ref))
+    if rpar.startswith(".."):
+        return False
+    dst = os.path.normpath(os.path.join(rpar, os.path.basename(op[2])))
+    comps = dst.split("/")
     for i in range(1, len(comps) + 1):
         for b, rel in list(zip(env.br, branch_paths(env.br, "/".join(comps[:i]))))[:g]:
             par, name = os.path.split(os.path.join(b, rel))
