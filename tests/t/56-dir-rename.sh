@@ -151,24 +151,28 @@ umount "$M"
 check "3 branches: mount again" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
 is "3 branches: after umount/mount" "$(names "$M/e3" | tr '\n' ' ')$(cat "$M/e3/x" 2>&1)" "f0 x d3"
 
-# a directory renamed again, higher than the copy that carries its redirect (review 21): the
-# new copy's redirect names the directory as that copy has it (e3, not its redirect d3), and
-# a lookup follows the copy's own redirect on. Before, the path was d3, whose whiteout in b1
-# hid b2's copy: the directory showed only what b1 held (and, before the walk kept the
-# lookup's rules, only what b2 held)
-is "3 branches: a file in e3 through the union (in b0)" "$(echo g > "$M/e3/g" && cat "$T/3/b0/e3/g")" g
+# a directory renamed again, higher than the copy that carries its redirect (review 21): X of
+# b2 renamed to Y (made in b1: Y redirected to X, .wh.X in b1), Y/g added in b1, then Y renamed
+# over z (in b0): z's redirect names Y as b1 has it, and a lookup follows b1's redirect on.
+# Before, z got X: b93b8db showed only b2's f (g lost), 2090060 nothing (b1's .wh.X hid b2)
 umount "$M"
-mkdir -p "$T/3/b1/e3" && echo h > "$T/3/b1/e3/h" && mkdir "$T/3/b0/z3"
-check "3 branches: mount with z3 in b0" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
-is "3 branches: rename e3 over z3 (in b0, above b1's redirect)" "$($S rename "$M/e3" "$M/z3")" OK
-is "3 branches: z3's redirect is e3" "$(rd "$T/3/b0/z3")" e3
-is "3 branches: z3 shows every copy's entries" "$(names "$M/z3" | tr '\n' ' ')" "f0 g h x "
+mkdir -p "$T/5"; branch_fs tmpfs "$T/5" 3
+mkdir -p "$T/5/b2/X"; echo f > "$T/5/b2/X/f"
+check "over z: mount" mount -i -t unionfs -o "dirs=$T/5/b0=rw:$T/5/b1=rw:$T/5/b2=ro" none "$M"
+is "over z: rename X Y (in b1)" "$($S rename "$M/X" "$M/Y")" OK
+is "over z: Y's redirect in b1 is X" "$(rd "$T/5/b1/Y")" X
+umount "$M"
+echo g > "$T/5/b1/Y/g"; mkdir "$T/5/b0/z"
+check "over z: mount again" mount -i -t unionfs -o "dirs=$T/5/b0=rw:$T/5/b1=rw:$T/5/b2=ro" none "$M"
+is "over z: rename Y z (z in b0, above b1's redirect)" "$($S rename "$M/Y" "$M/z")" OK
+is "over z: z's redirect is Y" "$(rd "$T/5/b0/z")" Y
+is "over z: z shows f and g" "$(names "$M/z" | tr '\n' ' ')" "f g "
 echo 2 > /proc/sys/vm/drop_caches
-is "3 branches: the same after a cache drop" "$(names "$M/z3" | tr '\n' ' ')$(cat "$M/z3/x")" "f0 g h x d3"
+is "over z: the same after a cache drop" "$(names "$M/z" | tr '\n' ' ')$(cat "$M/z/f" "$M/z/g" | tr -d '\n')" "f g fg"
 umount "$M"
-check "3 branches: mount again (z3)" mount -i -t unionfs -o "dirs=$T/3/b0=rw:$T/3/b1=rw:$T/3/b2=ro" none "$M"
-is "3 branches: z3 after umount/mount" "$(names "$M/z3" | tr '\n' ' ')" "f0 g h x "
-is "3 branches: no redirect hazard" "$(awk '$1 == "redirect" {print $2}' "/sys/fs/unionfs/$(mountpoint -d "$M")/hazards")" 0
+check "over z: mount once more" mount -i -t unionfs -o "dirs=$T/5/b0=rw:$T/5/b1=rw:$T/5/b2=ro" none "$M"
+is "over z: after umount/mount" "$(names "$M/z" | tr '\n' ' ')" "f g "
+is "over z: no redirect hazard" "$(awk '$1 == "redirect" {print $2}' "/sys/fs/unionfs/$(mountpoint -d "$M")/hazards")" 0
 umount "$M"
 # the same through an ancestor: oldA renamed in b1 (redirect oldA, whiteout .wh.oldA there),
 # then A/d renamed over z in b0: its redirect is A/d, and the walk follows A's redirect in b1
