@@ -848,7 +848,7 @@ def opens_for_read(op):
         (op[0] == "open" and op[2] & os.O_ACCMODE == os.O_RDONLY)
 
 
-def lower_dir_denies(env, op, uid, roots=None, write=True):
+def lower_dir_denies(env, op, uid, roots=None, write=True, which=None):
     """some branch copy of an ancestor directory of op's paths denies uid search, or (write)
     the parent of the name denies write, or a branch copy of a directory (a directory in the
     merged view) that op opens for reading denies read (udiff seed 222046: fsync of a directory
@@ -859,12 +859,15 @@ def lower_dir_denies(env, op, uid, roots=None, write=True):
             return [(r, rel) for r in roots]
         return list(zip(env.br, branch_paths(env.br, rel)))
     ref = os.path.join(env.ref, op[1])
-    if opens_for_read(op) and os.path.isdir(ref) and not os.path.islink(ref):
+    if which in (None, 0) and opens_for_read(op) and os.path.isdir(ref) and \
+            not os.path.islink(ref):
         for b, rel in where(op[1]):
             d = os.path.join(b, rel)
             if os.path.isdir(d) and not os.path.islink(d) and denies(os.lstat(d), uid, 4):
                 return True
     paths = [op[1]] + ([op[2]] if op[0] in ("link", "rename") else [])
+    if which is not None:
+        paths = paths[which:which + 1]
     for p in paths:
         comps = p.split("/")
         for i in range(len(comps)):
@@ -881,9 +884,21 @@ def allowed_candidate(env, op, ru, uid=0):
     """name of the ALLOWED entry that may cover union result ru, or None"""
     # the reference's own search permission only: its write check on the parent comes after
     # checks such as rename's EINVAL for a directory moved below itself (seed 11)
-    if uid and ru == ["EACCES"] and lower_dir_denies(env, op, uid) and \
-            not lower_dir_denies(env, op, uid, [env.ref], write=False):
-        return "EACCES-lower-dir-copy"
+    # path by path, in the order the call resolves them: the reference failing on the first
+    # (ENOTDIR, say) is no reason to refuse a denial the union met on it (seed 820024)
+    if uid and ru == ["EACCES"]:
+        for k in range(2 if op[0] in ("link", "rename") else 1):
+            # link(2) resolves its first path before it walks the second; rename(2) both
+            # parents, then looks both names up (the union's lookup of the new one can meet the
+            # denial) before it says ENOENT for the first (seed 820096)
+            first = os.path.join(env.ref, op[1])
+            if k and not (os.path.isdir(os.path.dirname(first)) if op[0] == "rename"
+                          else os.path.lexists(first)):
+                break
+            if lower_dir_denies(env, op, uid, [env.ref], write=False, which=k):
+                break
+            if lower_dir_denies(env, op, uid, which=k):
+                return "EACCES-lower-dir-copy"
     if op[0] == "rename":
         if op[3] == RENAME_EXCHANGE and ru == ["EINVAL"]:
             return "rename-exchange-EINVAL"
