@@ -441,11 +441,14 @@ static int unionfs_redirect_follow(struct super_block *sb,
 			 * branches below find the rest under its redirect
 			 * (as overlayfs' layer walk does, ovl_lookup_single).
 			 */
-			if (cur && *s && c < bt->nbr - 1)
+			if (cur && *s && c < bt->nbr - 1) {
 				err = unionfs_redirect_onward(sb, bt, name, c,
 							      cur, p,
 							      &next_path,
 							      &hide);
+				if (err)
+					break;	/* not overwritten (review 22) */
+			}
 		}
 		if (err) {
 			dput(cur);

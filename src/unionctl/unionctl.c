@@ -810,8 +810,9 @@ static void finding_kept(const char *kind, const char *root, const char *rel,
 /*
  * The deepest directory on the way of the redirect path @v (not its last
  * component) in branch @j that carries a valid redirect of its own: @v
- * becomes "REDIRECT/rest" for the branches below @j. Returns 1 if the
- * result is too long (no branch below is looked at), else 0.
+ * becomes "REDIRECT/rest" for the branches below @j. Returns 1 if one on
+ * the way is not valid or the result is too long (the module merges no
+ * branch below @j then), else 0.
  */
 static int redirect_onward(int j, char *v)
 {
@@ -828,11 +829,13 @@ static int redirect_onward(int j, char *v)
 		if (lstat(path, &st) || !S_ISDIR(st.st_mode))
 			break;
 		n = lgetxattr(path, "trusted.unionfs.redirect", rd, PATH_MAX);
+		if (n < 0 && errno == ERANGE)
+			return 1;	/* too long: the module merges nothing below */
 		if (n <= 0)
 			continue;
 		rd[n] = '\0';
 		if (!unionfs_redirect_valid(rd, n))
-			continue;
+			return 1;	/* as the module: nothing below */
 		rest = s + 1;
 		if ((size_t)n + 1 + strlen(rest) >= PATH_MAX)
 			return 1;
