@@ -818,6 +818,30 @@ static bool unionfs_hidden_below(struct dentry *dentry, struct dentry *parent,
 }
 
 /*
+ * Would a copy of the directory @ud in branch @t be one no lookup finds? A
+ * renamed directory's branches below the copy that carries its redirect
+ * are looked up at the redirect's path, not at its union name, so a copy
+ * made there under its name would be (review 22: `mv Q/f1 Q/f2` made f2 in
+ * such a copy, and f1 showed again at once). The caller goes higher, to
+ * where the directory shows from (EXDEV, as for unionfs_hidden_below).
+ */
+static bool unionfs_redirect_skips(struct unionfs_dentry_info *ud, int t)
+{
+	bool skips = false;
+	int c;
+
+	spin_lock(&ud->lock);
+	if (ud->bredir >= 0 && t > ud->bstart) {
+		/* the carrier: the copy just above the first one it led to */
+		for (c = ud->bredir - 1; c > ud->bstart && !ud->lower[c]; c--)
+			;
+		skips = t > c;
+	}
+	spin_unlock(&ud->lock);
+	return skips;
+}
+
+/*
  * The inode (cu_lock held) may have been copied up to @t through another
  * alias of it, whose dentry info was updated while @dentry's was not (a
  * name looked up again while a copy-up was in flight). Copying again would
@@ -920,9 +944,11 @@ static int unionfs_copyup_locked(struct dentry *dentry, struct dentry *parent,
 		return 0;	/* wins above @t: nothing to copy */
 	}
 	err = unionfs_copyup_valid(dentry, src, b);
+	if (!err && unionfs_redirect_skips(ud, t))
+		err = -EXDEV;
 	if (err) {
 		dput(src);
-		return err;	/* removed or renamed meanwhile */
+		return err;	/* removed or renamed meanwhile, or unseen */
 	}
 	lparent = unionfs_lower_dentry_at(parent, bt, t);
 	if (IS_ERR_OR_NULL(lparent)) {
@@ -1220,6 +1246,21 @@ int unionfs_copyup_for_write(struct dentry *dentry, enum unionfs_cu_reason reaso
 	if (t >= 0 && t != INT_MAX)
 		err = __unionfs_copyup_dentry(dentry, bt, t, reason, len,
 					      false);
+	/*
+	 * A parent's copy in @t would not be seen (a renamed directory's
+	 * branches below its redirect, unionfs_redirect_skips): once more,
+	 * in the branch the parent shows from.
+	 */
+	if (err == -EXDEV && !IS_ROOT(dentry)) {
+		struct dentry *parent = dget_parent(dentry);
+		int t2 = unionfs_dir_shown_writable(parent, bt, t);
+
+		dput(parent);
+		err = t2 < 0 ? t2 : -EXDEV;
+		if (t2 >= 0 && t2 < t)
+			err = __unionfs_copyup_dentry(dentry, bt, t2, reason,
+						      len, false);
+	}
 	unionfs_bt_put(bt);
 	return err;
 }

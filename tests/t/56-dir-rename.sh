@@ -187,6 +187,22 @@ is "ancestor: z shows f after a cache drop" "$(names "$M/z" | tr '\n' ' ')$(cat 
 is "ancestor: A is empty" "$(names "$M/A" | wc -l)" 0
 is "ancestor: no redirect hazard" "$(awk '$1 == "redirect" {print $2}' "/sys/fs/unionfs/$(mountpoint -d "$M")/hazards")" 0
 
+# a copy into a branch below a renamed directory's redirect (review 22): A (b2) renamed over Q
+# (b0, redirect A), then Q/f1 renamed to Q/f2 in b1, where nothing is looked up under the name
+# Q: f1 showed again at once and f2 was gone; the same for an append to Q/f1 (lost after a
+# cache drop). The copies now go to b0, where Q shows from
+umount "$M"
+mkdir -p "$T/6"; branch_fs tmpfs "$T/6" 3
+mkdir -p "$T/6/b2/A" "$T/6/b0/Q"; echo one > "$T/6/b2/A/f1"; echo two > "$T/6/b2/A/f9"
+check "between: mount" mount -i -t unionfs -o "dirs=$T/6/b0=rw:$T/6/b1=rw:$T/6/b2=ro" none "$M"
+is "between: rename A Q (Q in b0: redirect A)" "$($S rename "$M/A" "$M/Q")" OK
+is "between: rename Q/f1 Q/f2" "$($S rename "$M/Q/f1" "$M/Q/f2")" OK
+is "between: Q shows f2, f9" "$(names "$M/Q" | tr '\n' ' ')" "f2 f9 "
+check "between: append to Q/f9" sh -c "echo x >> '$M/Q/f9'"
+echo 2 > /proc/sys/vm/drop_caches
+is "between: after a cache drop" "$(names "$M/Q" | tr '\n' ' ')$(cat "$M/Q/f2" "$M/Q/f9" | tr '\n' ' ')" "f2 f9 one two x "
+is "between: nothing made in b1" "$(ls -A "$T/6/b1")" ""
+
 # O(1): a lower directory of 100,000 entries against an empty one (ratio printed only)
 umount "$M"
 mkdir -p "$B1/big" "$B1/empty"
