@@ -506,6 +506,20 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 			return t;
 		err = unionfs_create_whiteout(parent, bt, &dentry->d_name, t,
 					      why);
+		/*
+		 * The parent's copy in @t would not be seen (a renamed
+		 * directory's branches below its redirect): the whiteout
+		 * goes where the parent shows from (review 22).
+		 */
+		if (err == -EXDEV) {
+			int t2 = unionfs_dir_shown_writable(parent, bt, t);
+
+			err = t2 < 0 ? t2 : -EXDEV;
+			if (t2 >= 0 && t2 < t)
+				err = unionfs_create_whiteout(parent, bt,
+							      &dentry->d_name,
+							      t2, why);
+		}
 		goto out_attr;
 	}
 

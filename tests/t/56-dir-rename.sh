@@ -193,10 +193,13 @@ is "ancestor: no redirect hazard" "$(awk '$1 == "redirect" {print $2}' "/sys/fs/
 # cache drop). The copies now go to b0, where Q shows from
 umount "$M"
 mkdir -p "$T/6"; branch_fs tmpfs "$T/6" 3
-mkdir -p "$T/6/b2/A" "$T/6/b0/Q"; echo one > "$T/6/b2/A/f1"; echo two > "$T/6/b2/A/f9"
+mkdir -p "$T/6/b2/A/sub" "$T/6/b0/Q"; echo one > "$T/6/b2/A/f1"; echo two > "$T/6/b2/A/f9"
+echo 8 > "$T/6/b2/A/f8"
 check "between: mount" mount -i -t unionfs -o "dirs=$T/6/b0=rw:$T/6/b1=rw:$T/6/b2=ro" none "$M"
 is "between: rename A Q (Q in b0: redirect A)" "$($S rename "$M/A" "$M/Q")" OK
 is "between: rename Q/f1 Q/f2" "$($S rename "$M/Q/f1" "$M/Q/f2")" OK
+is "between: rm Q/f8 (its whiteout in b0)" "$($S unlink "$M/Q/f8")" OK
+is "between: rmdir Q/sub" "$($S rmdir "$M/Q/sub")" OK
 is "between: Q shows f2, f9" "$(names "$M/Q" | tr '\n' ' ')" "f2 f9 "
 check "between: append to Q/f9" sh -c "echo x >> '$M/Q/f9'"
 echo 2 > /proc/sys/vm/drop_caches
