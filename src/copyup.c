@@ -1201,6 +1201,19 @@ int unionfs_dir_shown_writable(struct dentry *dir, struct unionfs_btable *bt,
 	return unionfs_nearest_writable(bt, min(bound, pstart));
 }
 
+/*
+ * After EXDEV at @t (a copy of @dir there would not be seen: below the
+ * copy that carries its redirect, unionfs_redirect_skips): the writable
+ * branch @dir shows from, if it is above @t; else -EXDEV, or the errno.
+ */
+int unionfs_dir_shown_above(struct dentry *dir, struct unionfs_btable *bt,
+			    int t)
+{
+	int t2 = unionfs_dir_shown_writable(dir, bt, t);
+
+	return t2 >= t ? -EXDEV : t2;
+}
+
 int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
 			   int t)
 {
@@ -1253,13 +1266,11 @@ int unionfs_copyup_for_write(struct dentry *dentry, enum unionfs_cu_reason reaso
 	 */
 	if (err == -EXDEV && !IS_ROOT(dentry)) {
 		struct dentry *parent = dget_parent(dentry);
-		int t2 = unionfs_dir_shown_writable(parent, bt, t);
 
+		t = unionfs_dir_shown_above(parent, bt, t);
 		dput(parent);
-		err = t2 < 0 ? t2 : -EXDEV;
-		if (t2 >= 0 && t2 < t)
-			err = __unionfs_copyup_dentry(dentry, bt, t2, reason,
-						      len, false);
+		err = t < 0 ? t : __unionfs_copyup_dentry(dentry, bt, t, reason,
+							  len, false);
 	}
 	unionfs_bt_put(bt);
 	return err;

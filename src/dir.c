@@ -512,13 +512,10 @@ static int unionfs_remove_locked(struct inode *dir, struct dentry *dentry,
 		 * goes where the parent shows from (review 22).
 		 */
 		if (err == -EXDEV) {
-			int t2 = unionfs_dir_shown_writable(parent, bt, t);
-
-			err = t2 < 0 ? t2 : -EXDEV;
-			if (t2 >= 0 && t2 < t)
-				err = unionfs_create_whiteout(parent, bt,
-							      &dentry->d_name,
-							      t2, why);
+			t = unionfs_dir_shown_above(parent, bt, t);
+			err = t < 0 ? t : unionfs_create_whiteout(parent, bt,
+								  &dentry->d_name,
+								  t, why);
 		}
 		goto out_attr;
 	}

@@ -213,12 +213,11 @@ static int unionfs_rename_limit(struct dentry *old, struct dentry *new,
  * The branch the rename of @old to @new happens in (or -errno), before
  * the new name's directory is known to show there. *@group: for a file
  * with other names (a link group), the one branch that keeps them
- * (unionfs_group_branch; -EROFS while it is read-only); -1 for any
- * other. Moved anywhere
- * else (its new name shown from higher: a name or whiteout there) it would
- * be a copy, another file, and its other names would stay behind: the
- * caller answers EXDEV, as link(2) does (unionfs_link_plan), and mv copies
- * (udiff seed 740821).
+ * (unionfs_group_branch; -EROFS while it is read-only); -1 for any other.
+ * Moved anywhere else (its new name shown from higher: a name or whiteout
+ * there) it would be a copy, another file, and its other names would stay
+ * behind: the caller answers EXDEV, as link(2) does (unionfs_link_plan),
+ * and mv copies (udiff seed 740821).
  */
 static int unionfs_rename_target(struct dentry *old, struct dentry *new,
 				 struct unionfs_btable *bt, int *group)

@@ -665,6 +665,8 @@ int unionfs_copyup_dentry_held(struct dentry *dentry, int target,
 			       enum unionfs_cu_reason reason, loff_t len);
 int unionfs_dir_shown_writable(struct dentry *dir, struct unionfs_btable *bt,
 			       int bound);
+int unionfs_dir_shown_above(struct dentry *dir, struct unionfs_btable *bt,
+			    int t);
 int unionfs_copyup_parents(struct dentry *dentry, struct unionfs_btable *bt,
 			   int target);
 int unionfs_copyup_dir(struct dentry *dir, struct unionfs_btable *bt,
